@@ -1,0 +1,14 @@
+/** @type {import('jest').Config} */
+module.exports = {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/test'],
+  testMatch: ['**/*.test.ts'],
+  transform: { '^.+\\.ts$': ['@swc/jest'] },
+  globalSetup: '<rootDir>/test/harness/global-setup.ts',
+  globalTeardown: '<rootDir>/test/harness/global-teardown.ts',
+  // Two cores: one test file at a time keeps Postgres, Temporal and the worker
+  // from starving each other; each file still gets its own database.
+  maxWorkers: 1,
+  testTimeout: 60_000,
+  verbose: true,
+};

@@ -1,0 +1,53 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { ApiKeys } from '../config';
+import { ProblemError, ProblemType } from './problems';
+
+export interface Principal {
+  id: string;
+  operator: boolean;
+}
+
+/** Principal id that operator keys act as when they submit jobs themselves. */
+export const OPERATOR_PRINCIPAL = 'operator';
+
+interface KeyEntry {
+  digest: Buffer;
+  principal: Principal;
+}
+
+const sha256 = (value: string): Buffer => createHash('sha256').update(value, 'utf8').digest();
+
+/**
+ * Matches bearer keys in constant time: every configured key is compared
+ * (digests of equal length), so timing says nothing about which one matched.
+ */
+export class KeyRing {
+  private readonly entries: KeyEntry[];
+
+  constructor(keys: ApiKeys) {
+    this.entries = [
+      ...[...keys.principals].map(([key, id]) => ({ digest: sha256(key), principal: { id, operator: false } })),
+      ...keys.operatorKeys.map((key) => ({ digest: sha256(key), principal: { id: OPERATOR_PRINCIPAL, operator: true } })),
+    ];
+  }
+
+  /**
+   * The principal of an Authorization header.
+   * @throws ProblemError 401 when the header is missing, malformed or names no key.
+   */
+  authenticate(header: string | undefined): Principal {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
+    if (!match?.[1]) throw unauthorized('send Authorization: Bearer <api key>');
+    const digest = sha256(match[1]);
+    let found: Principal | undefined;
+    for (const entry of this.entries) {
+      if (timingSafeEqual(entry.digest, digest) && !found) found = entry.principal;
+    }
+    if (!found) throw unauthorized('the API key is not valid');
+    return found;
+  }
+}
+
+function unauthorized(detail: string): ProblemError {
+  return new ProblemError(401, ProblemType.unauthorized, 'Unauthorized', detail, { headers: { 'www-authenticate': 'Bearer' } });
+}

@@ -1,0 +1,151 @@
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { admit, WorkflowStartError } from '../jobs/admission';
+import { isTerminal } from '../jobs/status';
+import { findJobByScope, getJob, IdempotencyKeyReusedError, type JobRecord } from '../ledger/jobs';
+import type { ApiDeps } from './app';
+import type { Principal } from './auth';
+import { renderJob } from './job-view';
+import { notFound, ProblemError, ProblemType } from './problems';
+import {
+  FindJobQuerySchema,
+  JobIdParamsSchema,
+  JobSchema,
+  SubmitBodySchema,
+  SubmitHeadersSchema,
+} from './schemas';
+
+const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const MAX_WAIT_S = 60;
+
+/** The Idempotency-Key header, checked. @throws ProblemError 400. */
+function idempotencyKeyOf(header: string | undefined): string {
+  if (header === undefined || header === '') {
+    throw new ProblemError(400, ProblemType.missingIdempotencyKey, 'Idempotency-Key required', 'send an Idempotency-Key header: one key per intent, 1 to 255 printable ASCII characters');
+  }
+  if (!IDEMPOTENCY_KEY.test(header)) {
+    throw new ProblemError(400, ProblemType.invalidIdempotencyKey, 'Invalid Idempotency-Key', 'the Idempotency-Key must be 1 to 255 printable ASCII characters');
+  }
+  return header;
+}
+
+/** Seconds from `Prefer: wait=N`, or 0. @throws ProblemError 400 when N is not 0..60. */
+function waitSecondsOf(prefer: string | undefined): number {
+  if (!prefer) return 0;
+  const match = /(?:^|[,;\s])wait\s*=\s*"?([^",;\s]*)"?/i.exec(prefer);
+  if (!match) return 0;
+  const seconds = Number(match[1]);
+  if (!/^\d+$/.test(match[1] ?? '') || seconds > MAX_WAIT_S) {
+    throw new ProblemError(400, ProblemType.invalidPreference, 'Invalid Prefer: wait', `wait must be a whole number of seconds from 0 to ${MAX_WAIT_S}`);
+  }
+  return seconds;
+}
+
+/** Tenants are walls (invariant 10): another principal's job does not exist for the caller. */
+function visibleTo(principal: Principal, job: JobRecord | undefined): job is JobRecord {
+  return job !== undefined && (principal.operator || job.principalId === principal.id);
+}
+
+export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
+  const v1 = app.withTypeProvider<TypeBoxTypeProvider>();
+  const { db, metrics } = deps;
+  const view = (job: JobRecord) => renderJob(db, job, { temporalUiUrl: deps.config.temporal.uiUrl, namespace: deps.config.temporal.namespace }, deps.loadDetails);
+
+  async function waitForTerminal(job: JobRecord, seconds: number): Promise<JobRecord> {
+    if (seconds === 0 || isTerminal(job.status)) return job;
+    const reload = async () => (await getJob(db, job.id)) ?? job;
+    await deps.waiter.wait(job.id, seconds * 1000, async () => isTerminal((await reload()).status));
+    return reload();
+  }
+
+  v1.post(
+    '/jobs',
+    {
+      config: { rateLimit: {}, problems: [400, 401, 409, 413, 415, 429, 503] },
+      schema: {
+        summary: 'Submit an intent',
+        description:
+          'Creates the one job of (principal, operation, Idempotency-Key), or returns it. 202 for a new job; 200 with Idempotent-Replayed: true for the same intent again; 409 when the key was used with another request.',
+        headers: SubmitHeadersSchema,
+        body: SubmitBodySchema,
+        response: { 200: JobSchema, 202: JobSchema },
+      },
+    },
+    async (request, reply) => {
+      const principal = request.principal!;
+      const idempotencyKey = idempotencyKeyOf(request.headers['idempotency-key']);
+      const waitSeconds = waitSecondsOf(request.headers.prefer);
+      const { operation: operationName, input } = request.body;
+      const operation = deps.operations.get(operationName);
+      if (!operation) {
+        throw new ProblemError(400, ProblemType.unknownOperation, 'Unknown operation', `no operation named ${JSON.stringify(operationName)}; known: ${[...deps.operations.keys()].join(', ')}`);
+      }
+      const errors = operation.validateInput(input);
+      if (errors.length > 0) {
+        throw new ProblemError(400, ProblemType.validation, 'Invalid input', `the input is not valid for ${operation.name} v${operation.schemaVersion}: ${errors.map((e) => `${e.pointer} ${e.detail}`).join('; ')}`, { errors });
+      }
+
+      let admission;
+      try {
+        admission = await admit(db, deps.workflows, {
+          principalId: principal.id,
+          operation: operation.name,
+          idempotencyKey,
+          schemaVersion: operation.schemaVersion,
+          input,
+        });
+      } catch (err) {
+        if (err instanceof IdempotencyKeyReusedError) {
+          metrics.idempotencyConflicts.inc({ operation: operation.name });
+          throw new ProblemError(409, ProblemType.idempotencyKeyReused, 'Idempotency-Key reused', 'this Idempotency-Key was already used for a different request; use a new key for a new intent', {
+            existingJob: { id: err.existing.id, requestDigest: err.existing.requestDigest },
+          });
+        }
+        if (err instanceof WorkflowStartError) {
+          request.log.error({ err: err.cause, jobId: err.job.id }, 'workflow start failed');
+          throw new ProblemError(503, ProblemType.unavailable, 'Temporarily unavailable', err.message, { headers: { 'retry-after': '1' }, jobId: err.job.id });
+        }
+        throw err;
+      }
+
+      const job = await waitForTerminal(admission.job, waitSeconds);
+      if (waitSeconds > 0) reply.header('preference-applied', `wait=${waitSeconds}`);
+      reply.header('location', `/v1/jobs/${job.id}`);
+      if (admission.created) metrics.jobsCreated.inc({ operation: job.operation });
+      else metrics.jobsReplayed.inc({ operation: job.operation, terminal: String(isTerminal(job.status)) });
+      // A new job is 202 unless it became terminal while we waited (API.md: a terminal job is answered 200).
+      if (admission.created && !isTerminal(job.status)) return reply.status(202).send(await view(job));
+      if (!admission.created) reply.header('idempotent-replayed', 'true');
+      return reply.status(200).send(await view(job));
+    },
+  );
+
+  v1.get(
+    '/jobs/:id',
+    { config: { problems: [401, 404] }, schema: { summary: 'Read a job', params: JobIdParamsSchema, response: { 200: JobSchema } } },
+    async (request) => {
+      const job = UUID.test(request.params.id) ? await getJob(db, request.params.id) : undefined;
+      if (!visibleTo(request.principal!, job)) throw notFound();
+      return view(job);
+    },
+  );
+
+  v1.get(
+    '/jobs',
+    {
+      config: { problems: [400, 401, 404] },
+      schema: {
+        summary: "Find the caller's job for a scope",
+        querystring: FindJobQuerySchema,
+        response: { 200: JobSchema },
+      },
+    },
+    async (request) => {
+      const principal = request.principal!;
+      const job = await findJobByScope(db, { principalId: principal.id, operation: request.query.operation, idempotencyKey: request.query.idempotencyKey });
+      if (!visibleTo(principal, job)) throw notFound();
+      return view(job);
+    },
+  );
+}

@@ -1,0 +1,103 @@
+/**
+ * Configuration, parsed and checked once at boot into a typed object. Every
+ * component takes the slice it needs; nothing else reads process.env.
+ */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+export interface ApiKeys {
+  /** api key → principal id */
+  principals: Map<string, string>;
+  operatorKeys: string[];
+}
+
+export interface OnceflowConfig {
+  databaseUrl?: string;
+  temporal: {
+    address: string;
+    namespace: string;
+    taskQueue: string;
+    uiUrl: string;
+  };
+  api: {
+    host: string;
+    port: number;
+    bodyLimitBytes: number;
+    rateLimitPerMinute: number;
+    publicUrl: string;
+  };
+  keys: ApiKeys;
+  attempts: {
+    timeoutMs: number;
+    reconcileIntervalMs: number;
+    maxAttempts: number;
+    backoffMs: number;
+  };
+  providersFile?: string;
+  retentionDays: number;
+  logLevel: string;
+}
+
+function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name}=${raw} must be a whole number from ${min} to ${max}`);
+  }
+  return value;
+}
+
+/**
+ * Parses `principal:key,principal:key` and operator keys.
+ * @throws ConfigError on a malformed pair or a key given twice.
+ */
+export function parseApiKeys(apiKeys: string | undefined, operatorKeys: string | undefined): ApiKeys {
+  const principals = new Map<string, string>();
+  for (const pair of (apiKeys ?? '').split(',').map((s) => s.trim()).filter(Boolean)) {
+    const colon = pair.indexOf(':');
+    const principal = pair.slice(0, colon).trim();
+    const key = pair.slice(colon + 1).trim();
+    if (colon <= 0 || !key || !principal) throw new ConfigError('ONCEFLOW_API_KEYS must be a comma-separated list of principal:key pairs');
+    if (principals.has(key)) throw new ConfigError('ONCEFLOW_API_KEYS lists one key twice');
+    principals.set(key, principal);
+  }
+  const operators = (operatorKeys ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  return { principals, operatorKeys: operators };
+}
+
+/**
+ * Reads the configuration from the environment.
+ * @throws ConfigError naming the variable that is wrong.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): OnceflowConfig {
+  const port = int(env, 'ONCEFLOW_API_PORT', 3000, 0, 65535);
+  const host = env.ONCEFLOW_API_HOST ?? '127.0.0.1';
+  return {
+    databaseUrl: env.DATABASE_URL || undefined,
+    temporal: {
+      address: env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233',
+      namespace: env.TEMPORAL_NAMESPACE ?? 'onceflow',
+      taskQueue: env.ONCEFLOW_TASK_QUEUE ?? 'onceflow-jobs',
+      uiUrl: (env.TEMPORAL_UI_URL ?? 'http://127.0.0.1:8233').replace(/\/$/, ''),
+    },
+    api: {
+      host,
+      port,
+      bodyLimitBytes: int(env, 'ONCEFLOW_BODY_LIMIT_BYTES', 256 * 1024, 1024),
+      rateLimitPerMinute: int(env, 'ONCEFLOW_RATE_LIMIT_PER_MINUTE', 600, 1),
+      publicUrl: (env.ONCEFLOW_PUBLIC_URL ?? `http://${host}:${port}`).replace(/\/$/, ''),
+    },
+    keys: parseApiKeys(env.ONCEFLOW_API_KEYS, env.ONCEFLOW_OPERATOR_KEYS),
+    attempts: {
+      timeoutMs: int(env, 'ONCEFLOW_ATTEMPT_TIMEOUT_MS', 30_000, 100),
+      reconcileIntervalMs: int(env, 'ONCEFLOW_RECONCILE_INTERVAL_MS', 60_000, 100),
+      maxAttempts: int(env, 'ONCEFLOW_MAX_ATTEMPTS', 3, 1, 20),
+      backoffMs: int(env, 'ONCEFLOW_ATTEMPT_BACKOFF_MS', 1_000, 0),
+    },
+    providersFile: env.ONCEFLOW_PROVIDERS_FILE || undefined,
+    retentionDays: int(env, 'ONCEFLOW_RETENTION_DAYS', 30, 1),
+    logLevel: env.LOG_LEVEL ?? 'info',
+  };
+}

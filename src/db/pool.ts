@@ -1,0 +1,56 @@
+import { Pool, type PoolClient, type PoolConfig } from 'pg';
+
+export type Db = Pool;
+
+/** A pg pool with sane timeouts; its errors never crash the process. */
+export function createPool(connectionString: string, overrides: PoolConfig = {}): Pool {
+  const pool = new Pool({
+    connectionString,
+    max: 10,
+    connectionTimeoutMillis: 5_000,
+    idleTimeoutMillis: 30_000,
+    ...overrides,
+  });
+  // An idle client losing its connection must not take the process down.
+  pool.on('error', () => undefined);
+  return pool;
+}
+
+/** Redacts the password of a connection string for messages. */
+export function redactUrl(connectionString: string): string {
+  try {
+    const url = new URL(connectionString);
+    if (url.password) url.password = '***';
+    return url.toString();
+  } catch {
+    return '<unparseable DATABASE_URL>';
+  }
+}
+
+/**
+ * Checks that the database answers.
+ * @throws Error with a one-line message naming the (redacted) URL.
+ */
+export async function assertReachable(pool: Pool, connectionString: string): Promise<void> {
+  try {
+    await pool.query('SELECT 1');
+  } catch (err) {
+    throw new Error(`PostgreSQL at ${redactUrl(connectionString)} is not reachable (${(err as Error).message}); check DATABASE_URL or unset it to use the embedded server`);
+  }
+}
+
+/** Runs fn in one transaction: COMMIT on success, ROLLBACK on any throw. */
+export async function inTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await fn(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}

@@ -1,0 +1,153 @@
+import type { Pool } from 'pg';
+import { JobStatus } from '../jobs/status';
+import type { JobScope } from '../jobs/scope';
+import { appendEvent, JobEventType } from './events';
+import type { Queryable } from './queryable';
+
+export interface JobRecord extends JobScope {
+  id: string;
+  requestDigest: string;
+  schemaVersion: number;
+  input: Record<string, unknown>;
+  status: JobStatus;
+  result: unknown;
+  error: { type: string; detail: string } | null;
+  version: number;
+  completedBy: string | null;
+  workflowId: string;
+  createdAt: Date;
+  updatedAt: Date;
+  terminalAt: Date | null;
+}
+
+interface JobRow {
+  id: string;
+  principal_id: string;
+  operation: string;
+  idempotency_key: string;
+  request_digest: string;
+  schema_version: number;
+  input: Record<string, unknown>;
+  status: JobStatus;
+  result: unknown;
+  error: { type: string; detail: string } | null;
+  version: string;
+  completed_by?: string | null;
+  workflow_id: string;
+  created_at: Date;
+  updated_at: Date;
+  terminal_at: Date | null;
+}
+
+export function toJobRecord(row: JobRow): JobRecord {
+  return {
+    id: row.id,
+    principalId: row.principal_id,
+    operation: row.operation,
+    idempotencyKey: row.idempotency_key,
+    requestDigest: row.request_digest,
+    schemaVersion: row.schema_version,
+    input: row.input,
+    status: row.status,
+    result: row.result,
+    error: row.error,
+    version: Number(row.version),
+    completedBy: row.completed_by ?? null,
+    workflowId: row.workflow_id,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    terminalAt: row.terminal_at,
+  };
+}
+
+/** The same key was used for another intent (invariant 2). Carries the existing job. */
+export class IdempotencyKeyReusedError extends Error {
+  override name = 'IdempotencyKeyReusedError';
+  constructor(readonly existing: JobRecord) {
+    super('this idempotency key was already used with another request');
+  }
+}
+
+export interface NewJob extends JobScope {
+  requestDigest: string;
+  schemaVersion: number;
+  input: Record<string, unknown>;
+  workflowId: string;
+}
+
+/**
+ * Admits an intent: the unique constraint on the scope decides whether this
+ * call created the job (invariant 1); a found job with another digest is a
+ * conflict (invariant 2).
+ * @returns the job and whether this call created it.
+ * @throws IdempotencyKeyReusedError when the scope holds a job with another digest.
+ */
+export async function admitJob(db: Pool, job: NewJob): Promise<{ job: JobRecord; created: boolean }> {
+  // A row removed by retention between the two statements is simply inserted on the next turn.
+  for (;;) {
+    // Invariant 1: the database, not this code, decides who creates the job.
+    const inserted = await db.query<JobRow>(
+      `INSERT INTO jobs (principal_id, operation, idempotency_key, request_digest, schema_version, input, workflow_id)
+       VALUES ($1, $2, $3, $4, $5, $6, $7)
+       ON CONFLICT (principal_id, operation, idempotency_key) DO NOTHING
+       RETURNING *`,
+      [job.principalId, job.operation, job.idempotencyKey, job.requestDigest, job.schemaVersion, job.input, job.workflowId],
+    );
+    if (inserted.rows[0]) {
+      const record = toJobRecord(inserted.rows[0]);
+      await appendEvent(db, record.id, JobEventType.created, { requestDigest: record.requestDigest });
+      return { job: record, created: true };
+    }
+    const existing = await findJobByScope(db, job);
+    if (!existing) continue;
+    // Invariant 2: a key binds one exact intent.
+    if (existing.requestDigest !== job.requestDigest) throw new IdempotencyKeyReusedError(existing);
+    return { job: existing, created: false };
+  }
+}
+
+/** The job of a scope, or undefined. */
+export async function findJobByScope(db: Queryable, scope: JobScope): Promise<JobRecord | undefined> {
+  const { rows } = await db.query<JobRow>('SELECT * FROM jobs WHERE principal_id = $1 AND operation = $2 AND idempotency_key = $3', [
+    scope.principalId,
+    scope.operation,
+    scope.idempotencyKey,
+  ]);
+  return rows[0] ? toJobRecord(rows[0]) : undefined;
+}
+
+/** A job by id, or undefined. Tenant checks are the caller's (see api/jobs-routes). */
+export async function getJob(db: Queryable, id: string): Promise<JobRecord | undefined> {
+  const { rows } = await db.query<JobRow>('SELECT * FROM jobs WHERE id = $1', [id]);
+  return rows[0] ? toJobRecord(rows[0]) : undefined;
+}
+
+/** Channel on which terminal writes are announced; the API's waiters listen on it. */
+export const JOB_TERMINAL_CHANNEL = 'onceflow_job_terminal';
+
+/**
+ * Moves a non-terminal job to another non-terminal status.
+ * @returns false when the job is already terminal (nothing changed).
+ */
+export async function setJobProgress(db: Queryable, jobId: string, status: typeof JobStatus.running | typeof JobStatus.awaitingResolution): Promise<boolean> {
+  // A terminal job never moves again.
+  const { rowCount } = await db.query(
+    `UPDATE jobs SET status = $2, updated_at = now()
+     WHERE id = $1 AND status NOT IN ('succeeded', 'failed', 'cancelled') AND status <> $2`,
+    [jobId, status],
+  );
+  if (rowCount) await appendEvent(db, jobId, status === JobStatus.running ? JobEventType.running : JobEventType.awaitingResolution);
+  return Boolean(rowCount);
+}
+
+/** Completes a job with an echo of its input until the AI step exists. */
+export async function succeedJobPlaceholder(db: Queryable, jobId: string): Promise<JobStatus> {
+  const { rows } = await db.query<{ status: JobStatus }>(
+    `UPDATE jobs SET status = 'succeeded', result = jsonb_build_object('echo', input), terminal_at = now(), updated_at = now(), version = version + 1
+     WHERE id = $1 AND terminal_at IS NULL
+     RETURNING status`,
+    [jobId],
+  );
+  if (rows[0]) await appendEvent(db, jobId, JobEventType.succeeded);
+  return rows[0]?.status ?? ((await getJob(db, jobId))?.status as JobStatus);
+}

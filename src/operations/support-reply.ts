@@ -1,0 +1,35 @@
+import { Type } from '@sinclair/typebox';
+import type { OperationDefinition } from './operation';
+
+/**
+ * The demo operation: draft a reply to a customer's support message, then send
+ * it (the effect lands with the effects ledger).
+ */
+export const supportReply = {
+  name: 'support.reply',
+  schemaVersion: 1,
+  description: "Draft a reply to a customer's support message and send it on the ticket's channel.",
+  input: Type.Object(
+    {
+      ticketId: Type.String({ minLength: 1, maxLength: 64 }),
+      customerMessage: Type.String({ minLength: 1, maxLength: 4000 }),
+      channel: Type.Union([Type.Literal('email'), Type.Literal('chat')]),
+    },
+    { additionalProperties: false },
+  ),
+  output: Type.Object(
+    {
+      reply: Type.String({ minLength: 1, maxLength: 4000 }),
+      escalate: Type.Boolean(),
+    },
+    { additionalProperties: false },
+  ),
+  prompt: {
+    system:
+      'You are a support agent. Answer with one JSON object and nothing else: ' +
+      '{"reply": string, "escalate": boolean}. Set escalate to true when a human must follow up.',
+    user: 'Ticket {{ticketId}} ({{channel}}). The customer wrote:\n{{customerMessage}}',
+  },
+  defaultRoute: ['sim-primary', 'sim-backup'],
+  example: { ticketId: 'T-1001', customerMessage: 'My order arrived damaged. What can I do?', channel: 'email' },
+} satisfies OperationDefinition;

@@ -1,0 +1,89 @@
+/**
+ * The dev stack's simulators started together: `sim-primary` and `sim-backup`
+ * (the demo operation's default route, in that order) and the downstream.
+ */
+import { startSimProvider, type SimProvider } from './provider-server';
+import { startSimDownstream, type SimDownstream } from './downstream-server';
+
+/** Provider names of the dev stack, in route order. */
+export const SIM_PROVIDER_NAMES = { primary: 'sim-primary', backup: 'sim-backup' } as const;
+
+/** Which simulator a port belongs to, so errors can name the setting to change. */
+export type SimRole = 'primary' | 'backup' | 'downstream';
+
+export interface SimStackOptions {
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** Each default 0: a random free port. */
+  primaryPort?: number;
+  backupPort?: number;
+  downstreamPort?: number;
+  /** Downstream deduplication by Idempotency-Key. Default false. */
+  downstreamDedupe?: boolean;
+}
+
+/** The three running simulators, closed together. */
+export interface SimStack {
+  readonly primary: SimProvider;
+  readonly backup: SimProvider;
+  readonly downstream: SimDownstream;
+  close(): Promise<void>;
+}
+
+/** A simulator's port is already taken by another process. */
+export class SimPortInUseError extends Error {
+  override readonly name = 'SimPortInUseError';
+
+  constructor(
+    readonly role: SimRole,
+    readonly port: number,
+    options?: { cause?: unknown },
+  ) {
+    super(`port ${port} for the ${role} simulator is already in use`, options);
+  }
+}
+
+/**
+ * Starts all three simulators; if one fails, stops those already started.
+ * @throws SimPortInUseError if a port is taken; any other listen error as is.
+ */
+export async function startSimStack(options: SimStackOptions = {}): Promise<SimStack> {
+  const { host } = options;
+  const started: Array<{ close(): Promise<void> }> = [];
+  const start = async <T extends { close(): Promise<void> }>(
+    role: SimRole,
+    port: number | undefined,
+    launch: () => Promise<T>,
+  ): Promise<T> => {
+    try {
+      const server = await launch();
+      started.push(server);
+      return server;
+    } catch (error) {
+      await Promise.all(started.map((s) => s.close()));
+      if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+        throw new SimPortInUseError(role, port ?? 0, { cause: error });
+      }
+      throw error;
+    }
+  };
+
+  // One after another, so a failure knows exactly which servers to stop.
+  const primary = await start('primary', options.primaryPort, () =>
+    startSimProvider({ name: SIM_PROVIDER_NAMES.primary, host, port: options.primaryPort }),
+  );
+  const backup = await start('backup', options.backupPort, () =>
+    startSimProvider({ name: SIM_PROVIDER_NAMES.backup, host, port: options.backupPort }),
+  );
+  const downstream = await start('downstream', options.downstreamPort, () =>
+    startSimDownstream({ host, port: options.downstreamPort, dedupe: options.downstreamDedupe }),
+  );
+  return {
+    primary,
+    backup,
+    downstream,
+    close: async () => {
+      await Promise.all([primary.close(), backup.close(), downstream.close()]);
+    },
+  };
+}

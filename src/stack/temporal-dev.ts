@@ -1,0 +1,177 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { parse } from 'yaml';
+import { projectRoot } from './paths';
+
+/** temporal-dev.yaml, parsed and checked. */
+export interface TemporalDevConfig {
+  namespace: string;
+  ip: string;
+  port: number;
+  uiPort: number;
+  ui: boolean;
+  /** Absolute path, or undefined for an in-memory server. */
+  dbFilename?: string;
+  logLevel: string;
+  searchAttributes: Record<string, string>;
+  dynamicConfig: Record<string, unknown>;
+}
+
+const SEARCH_ATTRIBUTE_TYPES = new Set(['Text', 'Keyword', 'Int', 'Double', 'Bool', 'Datetime', 'KeywordList']);
+
+export class DevConfigError extends Error {
+  override name = 'DevConfigError';
+}
+
+function port(value: unknown, key: string): number {
+  const n = typeof value === 'string' ? Number(value) : value;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > 65535) {
+    throw new DevConfigError(`temporal-dev.yaml: ${key} must be a port number (0-65535), got ${JSON.stringify(value)}`);
+  }
+  return n;
+}
+
+/**
+ * Reads temporal-dev.yaml; TEMPORAL_NAMESPACE, TEMPORAL_PORT and TEMPORAL_UI_PORT override it.
+ * @throws DevConfigError on a missing file or a malformed key.
+ */
+export function loadTemporalDevConfig(
+  file = path.join(projectRoot, 'temporal-dev.yaml'),
+  env: NodeJS.ProcessEnv = process.env,
+): TemporalDevConfig {
+  let raw: Record<string, unknown>;
+  try {
+    raw = (parse(readFileSync(file, 'utf8')) ?? {}) as Record<string, unknown>;
+  } catch (err) {
+    throw new DevConfigError(`cannot read ${file}: ${(err as Error).message}`);
+  }
+  const searchAttributes = (raw.searchAttributes ?? {}) as Record<string, string>;
+  for (const [name, type] of Object.entries(searchAttributes)) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name) || !SEARCH_ATTRIBUTE_TYPES.has(type)) {
+      throw new DevConfigError(`temporal-dev.yaml: search attribute ${name}: ${type} is not NAME: ${[...SEARCH_ATTRIBUTE_TYPES].join('|')}`);
+    }
+  }
+  const dbFilename = typeof raw.dbFilename === 'string' && raw.dbFilename ? path.resolve(projectRoot, raw.dbFilename) : undefined;
+  const portValue = port(env.TEMPORAL_PORT ?? raw.port ?? 7233, 'port');
+  return {
+    namespace: env.TEMPORAL_NAMESPACE ?? String(raw.namespace ?? 'default'),
+    ip: String(raw.ip ?? '127.0.0.1'),
+    port: portValue,
+    uiPort: port(env.TEMPORAL_UI_PORT ?? raw.uiPort ?? portValue + 1000, 'uiPort'),
+    ui: raw.ui !== false,
+    dbFilename,
+    logLevel: String(raw.logLevel ?? 'warn'),
+    searchAttributes,
+    dynamicConfig: (raw.dynamicConfig ?? {}) as Record<string, unknown>,
+  };
+}
+
+/** The `temporal server start-dev` flags that a config stands for. */
+export function devServerArgs(config: TemporalDevConfig): string[] {
+  const args = ['server', 'start-dev', '--namespace', config.namespace, '--ip', config.ip, '--port', String(config.port)];
+  args.push('--log-level', config.logLevel);
+  if (config.ui) args.push('--ui-port', String(config.uiPort));
+  else args.push('--headless');
+  if (config.dbFilename) args.push('--db-filename', config.dbFilename);
+  for (const [name, type] of Object.entries(config.searchAttributes)) args.push('--search-attribute', `${name}=${type}`);
+  for (const [key, value] of Object.entries(config.dynamicConfig)) args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
+  return args;
+}
+
+/** Resolves once something accepts TCP connections on host:port, or rejects after timeoutMs. */
+export function waitForPort(host: string, portNumber: number, timeoutMs: number, isAlive: () => boolean = () => true): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  return new Promise((resolve, reject) => {
+    const attempt = (): void => {
+      const socket = net.connect({ host, port: portNumber });
+      socket.once('connect', () => {
+        socket.destroy();
+        resolve();
+      });
+      socket.once('error', () => {
+        socket.destroy();
+        if (!isAlive()) reject(new Error(`the process meant to listen on ${host}:${portNumber} exited`));
+        else if (Date.now() > deadline) reject(new Error(`nothing listens on ${host}:${portNumber} after ${timeoutMs} ms`));
+        else setTimeout(attempt, 100);
+      });
+    };
+    attempt();
+  });
+}
+
+/** Rejects with a clear message when host:port is already taken. */
+export function assertPortFree(host: string, portNumber: number, hint: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', (err: NodeJS.ErrnoException) => {
+      reject(new Error(err.code === 'EADDRINUSE' ? `port ${portNumber} on ${host} is busy; ${hint}` : `cannot bind ${host}:${portNumber}: ${err.message}`));
+    });
+    server.listen(portNumber, host, () => server.close(() => resolve()));
+  });
+}
+
+/** Finds a free TCP port on loopback. */
+export function freePort(host = '127.0.0.1'): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, host, () => {
+      const address = server.address();
+      const found = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(found));
+    });
+  });
+}
+
+export interface RunningDevServer {
+  address: string;
+  namespace: string;
+  uiUrl?: string;
+  process: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `temporal server start-dev` with the config's flags and waits until its frontend answers.
+ * @throws Error when a port is busy or the server exits or does not come up in time.
+ */
+export async function startDevServer(cliPath: string, config: TemporalDevConfig, log: (line: string) => void): Promise<RunningDevServer> {
+  await assertPortFree(config.ip, config.port, 'set TEMPORAL_PORT or port in temporal-dev.yaml, or stop what uses it');
+  if (config.ui) await assertPortFree(config.ip, config.uiPort, 'set TEMPORAL_UI_PORT or uiPort in temporal-dev.yaml');
+  if (config.dbFilename) mkdirSync(path.dirname(config.dbFilename), { recursive: true });
+  const child = spawn(cliPath, devServerArgs(config), { stdio: ['ignore', 'pipe', 'pipe'], detached: false });
+  let exited = false;
+  let output = '';
+  const collect = (chunk: Buffer): void => {
+    output = (output + chunk.toString()).slice(-4000);
+  };
+  child.stdout?.on('data', collect);
+  child.stderr?.on('data', collect);
+  child.on('exit', () => {
+    exited = true;
+  });
+  const stop = (): Promise<void> =>
+    new Promise((resolve) => {
+      if (exited) return resolve();
+      child.once('exit', () => resolve());
+      child.kill('SIGTERM');
+      setTimeout(() => !exited && child.kill('SIGKILL'), 10_000).unref();
+    });
+  try {
+    await waitForPort(config.ip, config.port, 60_000, () => !exited);
+    if (config.ui) await waitForPort(config.ip, config.uiPort, 30_000, () => !exited);
+  } catch (err) {
+    await stop();
+    log(output.trim());
+    throw new Error(`Temporal dev server did not start: ${(err as Error).message}`);
+  }
+  return {
+    address: `${config.ip}:${config.port}`,
+    namespace: config.namespace,
+    uiUrl: config.ui ? `http://${config.ip}:${config.uiPort}` : undefined,
+    process: child,
+    stop,
+  };
+}

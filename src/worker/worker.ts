@@ -1,0 +1,22 @@
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import type { Activities } from '../activities';
+
+export interface WorkerDeps {
+  connection: NativeConnection;
+  namespace: string;
+  taskQueue: string;
+  activities: Activities;
+  /** A prebuilt workflow bundle (tests build one per run); otherwise the workflows are bundled from source. */
+  workflowBundle?: WorkerOptions['workflowBundle'];
+}
+
+/** A Temporal worker running Onceflow's job workflow and activities. */
+export function createWorker(deps: WorkerDeps): Promise<Worker> {
+  return Worker.create({
+    connection: deps.connection,
+    namespace: deps.namespace,
+    taskQueue: deps.taskQueue,
+    activities: deps.activities,
+    ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
+  });
+}

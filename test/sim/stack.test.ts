@@ -1,0 +1,76 @@
+import net from 'node:net';
+import { SimPortInUseError, startSimStack, type SimStack } from '../../src/sim/stack';
+import { simStackOptionsFromEnv } from '../../src/sim/main';
+import { getJson, postChat } from './sim-client';
+
+/** Holds a loopback port so the simulators cannot bind it. */
+async function occupyPort(): Promise<net.Server> {
+  const blocker = net.createServer();
+  await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+  return blocker;
+}
+
+function portOf(server: net.Server): number {
+  return (server.address() as net.AddressInfo).port;
+}
+
+describe('simulator stack', () => {
+  let stack: SimStack | undefined;
+
+  afterEach(async () => {
+    await stack?.close();
+    stack = undefined;
+  });
+
+  it('starts sim-primary, sim-backup and the downstream, each answering on its own URL', async () => {
+    // Act
+    stack = await startSimStack({});
+    const primary = await (await postChat(stack.primary.url, 'Hi')).json();
+    const backup = await (await postChat(stack.backup.url, 'Hi')).json();
+    const messages = await getJson(`${stack.downstream.url}/v1/messages`);
+
+    // Assert
+    expect(JSON.parse(primary.choices[0].message.content).reply).toMatch(/^sim-primary: /);
+    expect(JSON.parse(backup.choices[0].message.content).reply).toMatch(/^sim-backup: /);
+    expect(messages.body).toEqual({ messages: [] });
+  });
+
+  it('stops every server with one close()', async () => {
+    // Arrange
+    stack = await startSimStack({});
+    const urls = [`${stack.primary.url}/models`, `${stack.backup.url}/models`, `${stack.downstream.url}/v1/messages`];
+
+    // Act
+    await stack.close();
+
+    // Assert
+    for (const url of urls) await expect(fetch(url)).rejects.toThrow();
+  });
+
+  it('fails with the role and port of a busy port, and leaves nothing running', async () => {
+    // Arrange
+    const blocker = await occupyPort();
+    try {
+      // Act
+      const failure = await startSimStack({ backupPort: portOf(blocker) }).catch((error: unknown) => error);
+
+      // Assert
+      expect(failure).toBeInstanceOf(SimPortInUseError);
+      expect(failure).toMatchObject({ role: 'backup', port: portOf(blocker) });
+      expect((failure as Error).message).toContain(String(portOf(blocker)));
+    } finally {
+      await new Promise((resolve) => blocker.close(resolve));
+    }
+  });
+
+  it('reads ports and deduplication from the environment, with the documented defaults', () => {
+    // Act
+    const defaults = simStackOptionsFromEnv({});
+    const custom = simStackOptionsFromEnv({ SIM_PRIMARY_PORT: '8001', SIM_DOWNSTREAM_DEDUPE: '1' });
+
+    // Assert
+    expect(defaults).toEqual({ primaryPort: 7301, backupPort: 7302, downstreamPort: 7310, downstreamDedupe: false });
+    expect(custom).toMatchObject({ primaryPort: 8001, downstreamDedupe: true });
+    expect(() => simStackOptionsFromEnv({ SIM_BACKUP_PORT: 'abc' })).toThrow('SIM_BACKUP_PORT');
+  });
+});
