@@ -6,6 +6,7 @@ module.exports = {
   transform: { '^.+\\.ts$': ['@swc/jest'] },
   globalSetup: '<rootDir>/test/harness/global-setup.ts',
   globalTeardown: '<rootDir>/test/harness/global-teardown.ts',
+  setupFiles: ['<rootDir>/test/harness/quiet-runtime.ts'],
   // Two cores: one test file at a time keeps Postgres, Temporal and the worker
   // from starving each other; each file still gets its own database.
   maxWorkers: 1,

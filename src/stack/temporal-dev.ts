@@ -75,9 +75,15 @@ export function devServerArgs(config: TemporalDevConfig): string[] {
   if (config.ui) args.push('--ui-port', String(config.uiPort));
   else args.push('--headless');
   if (config.dbFilename) args.push('--db-filename', config.dbFilename);
-  for (const [name, type] of Object.entries(config.searchAttributes)) args.push('--search-attribute', `${name}=${type}`);
-  for (const [key, value] of Object.entries(config.dynamicConfig)) args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
-  return args;
+  return [...args, ...registrationArgs(config)];
+}
+
+/** The flags for search attributes and dynamic config. */
+function registrationArgs(config: TemporalDevConfig): string[] {
+  return [
+    ...Object.entries(config.searchAttributes).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]),
+    ...Object.entries(config.dynamicConfig).flatMap(([key, value]) => ['--dynamic-config-value', `${key}=${JSON.stringify(value)}`]),
+  ];
 }
 
 /** Resolves once something accepts TCP connections on host:port, or rejects after timeoutMs. */
@@ -129,7 +135,7 @@ export interface RunningDevServer {
   address: string;
   namespace: string;
   uiUrl?: string;
-  process: ChildProcess;
+  process?: ChildProcess;
   stop(): Promise<void>;
 }
 
@@ -173,5 +179,37 @@ export async function startDevServer(cliPath: string, config: TemporalDevConfig,
     uiUrl: config.ui ? `http://${config.ip}:${config.uiPort}` : undefined,
     process: child,
     stop,
+  };
+}
+
+/**
+ * The last resort when no Temporal CLI can be found or built: the SDK downloads
+ * the CLI itself (needs internet) and runs it with the same settings.
+ */
+export async function startDevServerByDownload(config: TemporalDevConfig, log: (line: string) => void): Promise<RunningDevServer> {
+  log('no Temporal CLI here and no Go to build one: asking the SDK to download it (needs internet)');
+  const { TestWorkflowEnvironment } = await import('@temporalio/testing');
+  let env;
+  try {
+    env = await TestWorkflowEnvironment.createLocal({
+      server: {
+        namespace: config.namespace,
+        ip: config.ip,
+        port: config.port,
+        ui: config.ui,
+        uiPort: config.ui ? config.uiPort : undefined,
+        dbFilename: config.dbFilename,
+        extraArgs: [...registrationArgs(config), '--log-level', config.logLevel],
+      },
+    });
+  } catch (err) {
+    throw new Error(`no Temporal CLI: install Go (to build it), put \`temporal\` on PATH or set TEMPORAL_CLI_PATH; the SDK's download failed too (${(err as Error).message})`);
+  }
+  return {
+    address: `${config.ip}:${config.port}`,
+    namespace: config.namespace,
+    uiUrl: config.ui ? `http://${config.ip}:${config.uiPort}` : undefined,
+    process: undefined,
+    stop: () => env.teardown(),
   };
 }

@@ -1,0 +1,110 @@
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
+import type { Pool } from 'pg';
+import { createActivities } from '../activities';
+import { buildApp, type App } from '../api/app';
+import { loadJobDetails } from '../api/job-details';
+import { JobWaiter } from '../api/job-waiter';
+import type { OnceflowConfig } from '../config';
+import { createMetrics, type Metrics } from '../metrics/metrics';
+import { createRegistry } from '../operations/registry';
+import { createWorker } from '../worker/worker';
+
+/**
+ * Connects to Temporal, turning the SDK's retry-forever into a one-line error.
+ * @throws Error naming TEMPORAL_ADDRESS when the server does not answer.
+ */
+export async function connectTemporal(address: string): Promise<Connection> {
+  try {
+    return await Connection.connect({ address, connectTimeout: '5 seconds' });
+  } catch (err) {
+    throw new Error(`Temporal at ${address} is not reachable (${(err as Error).message}); check TEMPORAL_ADDRESS or unset it to run the dev server`);
+  }
+}
+
+export interface RunningApi {
+  app: App;
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Builds the API on its dependencies and listens on config.api. */
+export async function startApi(config: OnceflowConfig, db: Pool, metrics: Metrics = createMetrics({ defaultMetrics: true })): Promise<RunningApi> {
+  if (!config.databaseUrl) throw new Error('DATABASE_URL is required');
+  const connection = await connectTemporal(config.temporal.address);
+  const client = new Client({ connection, namespace: config.temporal.namespace });
+  const waiter = new JobWaiter(config.databaseUrl);
+  const app = await buildApp({
+    config,
+    db,
+    workflows: { client, taskQueue: config.temporal.taskQueue, searchAttributes: true },
+    operations: createRegistry(),
+    metrics,
+    waiter,
+    loadDetails: loadJobDetails,
+    temporalReady: async () => {
+      await connection.workflowService.getSystemInfo({});
+    },
+  });
+  try {
+    await app.listen({ host: config.api.host, port: config.api.port });
+  } catch (err) {
+    await app.close();
+    await waiter.close();
+    await connection.close();
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new Error(code === 'EADDRINUSE' ? `port ${config.api.port} is busy; set ONCEFLOW_API_PORT` : `the API cannot listen: ${(err as Error).message}`);
+  }
+  return {
+    app,
+    url: `http://${config.api.host}:${config.api.port}`,
+    async close() {
+      await app.close();
+      await waiter.close();
+      await connection.close();
+    },
+  };
+}
+
+export interface RunningWorker {
+  worker: Worker;
+  close(): Promise<void>;
+}
+
+let runtimeInstalled = false;
+
+/**
+ * Installs the Temporal runtime once per process: warnings and errors only, and
+ * no signal handlers of its own (each entry point shuts down in its own order).
+ */
+export function installTemporalRuntime(level: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR' = 'WARN'): void {
+  if (runtimeInstalled) return;
+  Runtime.install({ logger: new DefaultLogger(level), shutdownSignals: [] });
+  runtimeInstalled = true;
+}
+
+/** Starts a worker polling config.temporal.taskQueue; close() drains it. */
+export async function startWorker(config: OnceflowConfig, db: Pool, metrics: Metrics = createMetrics({ defaultMetrics: true })): Promise<RunningWorker> {
+  installTemporalRuntime();
+  let connection: NativeConnection;
+  try {
+    connection = await NativeConnection.connect({ address: config.temporal.address });
+  } catch (err) {
+    throw new Error(`Temporal at ${config.temporal.address} is not reachable (${(err as Error).message}); check TEMPORAL_ADDRESS`);
+  }
+  const worker = await createWorker({
+    connection,
+    namespace: config.temporal.namespace,
+    taskQueue: config.temporal.taskQueue,
+    activities: createActivities({ db, metrics }),
+  });
+  const running = worker.run();
+  return {
+    worker,
+    async close() {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await running;
+      await connection.close();
+    },
+  };
+}

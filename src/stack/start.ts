@@ -1,0 +1,99 @@
+/**
+ * `npm start`: the whole product on one machine. PostgreSQL (embedded unless
+ * DATABASE_URL), the Temporal dev server per temporal-dev.yaml (unless
+ * TEMPORAL_ADDRESS), the simulated providers and downstream, the worker and
+ * the API. Ctrl-C stops everything it started, in reverse order.
+ */
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { loadConfig, parseApiKeys, type OnceflowConfig } from '../config';
+import { migrate } from '../db/migrate';
+import { assertReachable, createPool, redactUrl } from '../db/pool';
+import { simStackOptionsFromEnv, startSimStack } from '../sim/main';
+import { runMain } from './main-helpers';
+import { dataDir } from './paths';
+import { startEmbeddedPostgres } from './postgres';
+import { startApi, startWorker } from './services';
+import { loadTemporalDevConfig, startDevServer, startDevServerByDownload } from './temporal-dev';
+import { resolveTemporalCli } from './tools';
+
+const log = (line: string): void => console.log(`onceflow: ${line}`);
+
+runMain('onceflow', async () => {
+  const stops: Array<() => Promise<void>> = [];
+  const stopAll = async (): Promise<void> => {
+    for (const stop of stops.reverse()) await stop().catch((err: unknown) => log(`while stopping: ${(err as Error).message}`));
+  };
+  try {
+    return await start(stops, stopAll);
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+});
+
+async function start(stops: Array<() => Promise<void>>, stopAll: () => Promise<void>): Promise<() => Promise<void>> {
+  const env = { ...process.env };
+  let demoKey: string | undefined;
+  if (!env.ONCEFLOW_API_KEYS && !env.ONCEFLOW_OPERATOR_KEYS) {
+    demoKey = `k_demo_${randomBytes(12).toString('hex')}`;
+    env.ONCEFLOW_API_KEYS = `demo:${demoKey}`;
+    env.ONCEFLOW_OPERATOR_KEYS = `k_operator_${randomBytes(12).toString('hex')}`;
+  }
+
+  if (!env.DATABASE_URL) {
+    const pg = await startEmbeddedPostgres({
+      dataDir: path.join(dataDir, 'postgres'),
+      port: Number(env.ONCEFLOW_PG_PORT ?? 54329),
+      database: 'onceflow',
+      persistent: true,
+      log,
+    });
+    stops.push(pg.stop);
+    env.DATABASE_URL = pg.url;
+    log(`PostgreSQL (embedded) at ${redactUrl(pg.url)}`);
+  }
+
+  let uiUrl: string | undefined;
+  if (!env.TEMPORAL_ADDRESS) {
+    const devConfig = loadTemporalDevConfig();
+    const cli = await resolveTemporalCli({ build: true, log });
+    const server = cli ? await startDevServer(cli.path, devConfig, log) : await startDevServerByDownload(devConfig, log);
+    stops.push(server.stop);
+    env.TEMPORAL_ADDRESS = server.address;
+    env.TEMPORAL_NAMESPACE = server.namespace;
+    uiUrl = server.uiUrl;
+    if (uiUrl) env.TEMPORAL_UI_URL = uiUrl;
+    log(`Temporal dev server at ${server.address} (namespace ${server.namespace})${cli ? ` from ${cli.path}` : ' (downloaded by the SDK)'}`);
+  }
+
+  const sims = await startSimStack(simStackOptionsFromEnv(env));
+  stops.push(() => sims.close());
+  log(`simulated providers: ${sims.primary.name} ${sims.primary.url}, ${sims.backup.name} ${sims.backup.url}; downstream ${sims.downstream.url}`);
+
+  const config: OnceflowConfig = loadConfig(env);
+  const db = createPool(config.databaseUrl!);
+  stops.push(() => db.end());
+  await assertReachable(db, config.databaseUrl!);
+  const applied = await migrate(db);
+  if (applied.length) log(`migrations applied: ${applied.join(', ')}`);
+
+  const worker = await startWorker(config, db);
+  stops.push(worker.close);
+  const api = await startApi(config, db);
+  stops.push(api.close);
+
+  log('ready');
+  console.log(`
+  API            ${api.url}   (docs: ${api.url}/docs)
+  Temporal UI    ${uiUrl ?? config.temporal.uiUrl}
+${demoKey ? `  demo API key   ${demoKey}   (principal "demo"; printed once)\n  operator key   ${parseApiKeys(undefined, env.ONCEFLOW_OPERATOR_KEYS).operatorKeys[0]}\n` : ''}
+  Try:  curl -s -X POST ${api.url}/v1/jobs \\
+          -H 'Authorization: Bearer ${demoKey ?? '<your key>'}' -H 'Idempotency-Key: demo-1' \\
+          -H 'Content-Type: application/json' -H 'Prefer: wait=10' \\
+          -d '{"operation":"support.reply","input":{"ticketId":"T-1","customerMessage":"Where is my order?","channel":"email"}}'
+
+  Ctrl-C stops everything.
+`);
+  return stopAll;
+}

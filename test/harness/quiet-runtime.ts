@@ -1,0 +1,9 @@
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+
+// Workers in tests log warnings and errors only. The runtime is per process;
+// a second file in the same process finds it installed already.
+try {
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+} catch {
+  // already installed
+}
