@@ -55,6 +55,8 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
     ajv: { customOptions: { allErrors: true, removeAdditional: false, coerceTypes: false, useDefaults: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  // The API speaks JSON only: any other body is a 415, not a string to validate.
+  app.removeContentTypeParser('text/plain');
   app.addSchema(ProblemSchema);
   // Problem responses are added to each route's schema here, so the OpenAPI
   // document lists them while handlers stay typed by their success schemas.

@@ -1,7 +1,7 @@
 import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { bundleWorkflowCode } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import { startEmbeddedPostgres } from '../../src/stack/postgres';
 import { freePort, loadTemporalDevConfig, startDevServer } from '../../src/stack/temporal-dev';
 import { resolveTemporalCli, resolveTestServer } from '../../src/stack/tools';
@@ -36,7 +36,7 @@ export default async function globalSetup(): Promise<void> {
       stops.push(server.stop);
       return server;
     })(),
-    bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: undefined }),
+    bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: new DefaultLogger('WARN') }),
     resolveTestServer({ build: true, log }),
   ]);
   const workflowBundlePath = path.join(dir, 'workflow-bundle.js');

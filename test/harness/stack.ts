@@ -5,7 +5,7 @@ import { loadJobDetails } from '../../src/api/job-details';
 import { JobWaiter } from '../../src/api/job-waiter';
 import { loadConfig, parseApiKeys } from '../../src/config';
 import { createMetrics, type Metrics } from '../../src/metrics/metrics';
-import { createRegistry } from '../../src/operations/registry';
+import { createRegistry, type OperationRegistry } from '../../src/operations/registry';
 import type { WorkflowTarget } from '../../src/temporal/starter';
 import { createWorker } from '../../src/worker/worker';
 import { createTestDatabase, type TestDatabase } from './database';
@@ -36,7 +36,7 @@ export interface TestStack {
  * The whole product against real servers: a fresh database, the run's Temporal
  * dev server on a task queue of its own, a worker, and the API (use app.inject).
  */
-export async function startTestStack(opts: { worker?: boolean; env?: NodeJS.ProcessEnv } = {}): Promise<TestStack> {
+export async function startTestStack(opts: { worker?: boolean; env?: NodeJS.ProcessEnv; operations?: OperationRegistry } = {}): Promise<TestStack> {
   const db = await createTestDatabase();
   const temporal = await connectDevTemporal();
   const config = loadConfig({
@@ -53,7 +53,7 @@ export async function startTestStack(opts: { worker?: boolean; env?: NodeJS.Proc
     config: { ...config, keys },
     db: db.pool,
     workflows,
-    operations: createRegistry(),
+    operations: opts.operations ?? createRegistry(),
     metrics,
     waiter,
     loadDetails: loadJobDetails,

@@ -1,0 +1,146 @@
+/**
+ * The typed client for Onceflow's HTTP API. One key per intent: `submit`
+ * takes the caller's key or makes one, and every retry of that submit (after
+ * a network failure, a 5xx or a 429) carries the same key, so a retry can
+ * never become a second job.
+ */
+import { randomUUID } from 'node:crypto';
+import type { JobView } from '../api/schemas';
+
+export type Job = JobView;
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  errors?: Array<{ pointer: string; detail: string }>;
+  [extension: string]: unknown;
+}
+
+/** The API answered with a problem (RFC 9457) that retrying will not fix. */
+export class OnceflowApiError extends Error {
+  override name = 'OnceflowApiError';
+  constructor(readonly status: number, readonly problem: Problem) {
+    super(`${status} ${problem.title}: ${problem.detail}`);
+  }
+}
+
+/** Retries ran out; `cause` is the last failure. */
+export class OnceflowUnavailableError extends Error {
+  override name = 'OnceflowUnavailableError';
+}
+
+export interface ClientOptions {
+  baseUrl: string;
+  apiKey: string;
+  /** Retries after the first try, for network failures, 5xx and 429. Default 4. */
+  maxRetries?: number;
+  /** First backoff; doubles each retry, with full jitter. Default 200 ms. */
+  backoffMs?: number;
+  /** Upper bound of one backoff. Default 5000 ms. */
+  maxBackoffMs?: number;
+  fetch?: typeof fetch;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+export interface SubmitOptions {
+  /** The key of this intent. Generate it once per user action, not per call. */
+  idempotencyKey?: string;
+  /** Ask the server to wait up to this many seconds (0..60) for a terminal state. */
+  waitSeconds?: number;
+}
+
+export interface Submitted {
+  job: Job;
+  idempotencyKey: string;
+  /** True when the server already had this intent (Idempotent-Replayed). */
+  replayed: boolean;
+}
+
+const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
+
+export class OnceflowClient {
+  private readonly fetch: typeof fetch;
+  private readonly sleep: (ms: number) => Promise<void>;
+  private readonly baseUrl: string;
+
+  constructor(private readonly options: ClientOptions) {
+    this.fetch = options.fetch ?? fetch;
+    this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+    this.baseUrl = options.baseUrl.replace(/\/$/, '');
+  }
+
+  /**
+   * Submits an intent; retries carry the same Idempotency-Key.
+   * @throws OnceflowApiError for 4xx answers other than 429 (bad input, 409 key reused).
+   * @throws OnceflowUnavailableError when retries run out.
+   */
+  async submit(operation: string, input: Record<string, unknown>, opts: SubmitOptions = {}): Promise<Submitted> {
+    const idempotencyKey = opts.idempotencyKey ?? randomUUID();
+    const headers: Record<string, string> = { 'content-type': 'application/json', 'idempotency-key': idempotencyKey };
+    if (opts.waitSeconds !== undefined) headers.prefer = `wait=${opts.waitSeconds}`;
+    const response = await this.request('POST', '/v1/jobs', headers, JSON.stringify({ operation, input }));
+    return { job: (await response.json()) as Job, idempotencyKey, replayed: response.headers.get('idempotent-replayed') === 'true' };
+  }
+
+  /** A job by id. @throws OnceflowApiError 404 when it is not the caller's. */
+  async getJob(id: string): Promise<Job> {
+    return (await (await this.request('GET', `/v1/jobs/${encodeURIComponent(id)}`, {})).json()) as Job;
+  }
+
+  /** The caller's job for a scope. @throws OnceflowApiError 404 when there is none. */
+  async findJob(operation: string, idempotencyKey: string): Promise<Job> {
+    const query = new URLSearchParams({ operation, idempotencyKey });
+    return (await (await this.request('GET', `/v1/jobs?${query}`, {})).json()) as Job;
+  }
+
+  /**
+   * Polls until the job is terminal or timeoutMs passes; returns the job as last seen.
+   */
+  async waitForResult(id: string, opts: { timeoutMs?: number; pollMs?: number } = {}): Promise<Job> {
+    const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
+    for (;;) {
+      const job = await this.getJob(id);
+      if (TERMINAL.has(job.status) || Date.now() >= deadline) return job;
+      await this.sleep(Math.min(opts.pollMs ?? 500, Math.max(0, deadline - Date.now())));
+    }
+  }
+
+  /** Cancels a job that is not terminal yet. */
+  async cancel(id: string, reason?: string): Promise<Job> {
+    return (await (await this.request('POST', `/v1/jobs/${encodeURIComponent(id)}/cancel`, { 'content-type': 'application/json' }, JSON.stringify(reason ? { reason } : {}))).json()) as Job;
+  }
+
+  private async request(method: string, path: string, headers: Record<string, string>, body?: string): Promise<Response> {
+    const maxRetries = this.options.maxRetries ?? 4;
+    let lastFailure: unknown;
+    for (let attempt = 0; attempt <= maxRetries; attempt++) {
+      let retryAfterMs: number | undefined;
+      try {
+        const response = await this.fetch(`${this.baseUrl}${path}`, {
+          method,
+          headers: { ...headers, authorization: `Bearer ${this.options.apiKey}` },
+          body,
+        });
+        if (response.ok) return response;
+        const problem = (await response.json().catch(() => ({ type: 'about:blank', title: response.statusText, status: response.status, detail: '' }))) as Problem;
+        const error = new OnceflowApiError(response.status, problem);
+        if (response.status !== 429 && response.status < 500) throw error;
+        lastFailure = error;
+        const retryAfter = Number(response.headers.get('retry-after'));
+        if (Number.isFinite(retryAfter) && retryAfter > 0) retryAfterMs = retryAfter * 1000;
+      } catch (err) {
+        if (err instanceof OnceflowApiError && err.status !== 429 && err.status < 500) throw err;
+        lastFailure = err;
+      }
+      if (attempt < maxRetries) await this.sleep(retryAfterMs ?? this.backoff(attempt));
+    }
+    throw new OnceflowUnavailableError(`${method} ${path} failed after ${maxRetries + 1} tries`, { cause: lastFailure });
+  }
+
+  private backoff(attempt: number): number {
+    const cap = Math.min(this.options.maxBackoffMs ?? 5_000, (this.options.backoffMs ?? 200) * 2 ** attempt);
+    return Math.floor(Math.random() * cap);
+  }
+}
