@@ -9,7 +9,6 @@ import type { Metrics } from '../metrics/metrics';
 import type { OperationRegistry } from '../operations/registry';
 import type { WorkflowTarget } from '../temporal/starter';
 import { KeyRing, type Principal } from './auth';
-import type { JobDetailsLoader } from './job-view';
 import type { JobWaiter } from './job-waiter';
 import { registerJobRoutes } from './jobs-routes';
 import { ProblemError, ProblemType, type FieldError } from './problems';
@@ -29,7 +28,6 @@ export interface ApiDeps {
   operations: OperationRegistry;
   metrics: Metrics;
   waiter: JobWaiter;
-  loadDetails: JobDetailsLoader;
   /** Readiness of Temporal: resolves when reachable. */
   temporalReady: () => Promise<void>;
   logger?: boolean;

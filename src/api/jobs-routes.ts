@@ -2,7 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { admit, WorkflowStartError } from '../jobs/admission';
 import { isTerminal } from '../jobs/status';
-import { findJobByScope, getJob, IdempotencyKeyReusedError, type JobRecord } from '../ledger/jobs';
+import { loadJobDetailsById, loadJobDetailsByScope, type JobDetails } from '../ledger/job-details';
+import { getJob, IdempotencyKeyReusedError, type JobRecord } from '../ledger/jobs';
 import type { ApiDeps } from './app';
 import type { Principal } from './auth';
 import { renderJob } from './job-view';
@@ -43,20 +44,20 @@ function waitSecondsOf(prefer: string | undefined): number {
 }
 
 /** Tenants are walls (invariant 10): another principal's job does not exist for the caller. */
-function visibleTo(principal: Principal, job: JobRecord | undefined): job is JobRecord {
-  return job !== undefined && (principal.operator || job.principalId === principal.id);
+function visibleTo(principal: Principal, job: JobRecord): boolean {
+  return principal.operator || job.principalId === principal.id;
 }
 
 export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
   const v1 = app.withTypeProvider<TypeBoxTypeProvider>();
   const { db, metrics } = deps;
-  const view = (job: JobRecord) => renderJob(db, job, { temporalUiUrl: deps.config.temporal.uiUrl, namespace: deps.config.temporal.namespace }, deps.loadDetails);
+  const context = { temporalUiUrl: deps.config.temporal.uiUrl, namespace: deps.config.temporal.namespace };
 
-  async function waitForTerminal(job: JobRecord, seconds: number): Promise<JobRecord> {
-    if (seconds === 0 || isTerminal(job.status)) return job;
-    const reload = async () => (await getJob(db, job.id)) ?? job;
-    await deps.waiter.wait(job.id, seconds * 1000, async () => isTerminal((await reload()).status));
-    return reload();
+  async function waitForTerminal(details: JobDetails, seconds: number): Promise<JobDetails> {
+    if (seconds === 0 || isTerminal(details.job.status)) return details;
+    const id = details.job.id;
+    await deps.waiter.wait(id, seconds * 1000, async () => isTerminal((await getJob(db, id))?.status ?? details.job.status));
+    return (await loadJobDetailsById(db, id)) ?? details;
   }
 
   v1.post(
@@ -109,15 +110,16 @@ export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps): Pr
         throw err;
       }
 
-      const job = await waitForTerminal(admission.job, waitSeconds);
+      const details = await waitForTerminal(admission.details, waitSeconds);
+      const job = details.job;
       if (waitSeconds > 0) reply.header('preference-applied', `wait=${waitSeconds}`);
       reply.header('location', `/v1/jobs/${job.id}`);
       if (admission.created) metrics.jobsCreated.inc({ operation: job.operation });
       else metrics.jobsReplayed.inc({ operation: job.operation, terminal: String(isTerminal(job.status)) });
       // A new job is 202 unless it became terminal while we waited (API.md: a terminal job is answered 200).
-      if (admission.created && !isTerminal(job.status)) return reply.status(202).send(await view(job));
+      if (admission.created && !isTerminal(job.status)) return reply.status(202).send(renderJob(details, context));
       if (!admission.created) reply.header('idempotent-replayed', 'true');
-      return reply.status(200).send(await view(job));
+      return reply.status(200).send(renderJob(details, context));
     },
   );
 
@@ -125,9 +127,9 @@ export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps): Pr
     '/jobs/:id',
     { config: { problems: [401, 404] }, schema: { summary: 'Read a job', params: JobIdParamsSchema, response: { 200: JobSchema } } },
     async (request) => {
-      const job = UUID.test(request.params.id) ? await getJob(db, request.params.id) : undefined;
-      if (!visibleTo(request.principal!, job)) throw notFound();
-      return view(job);
+      const details = UUID.test(request.params.id) ? await loadJobDetailsById(db, request.params.id) : undefined;
+      if (!details || !visibleTo(request.principal!, details.job)) throw notFound();
+      return renderJob(details, context);
     },
   );
 
@@ -143,9 +145,9 @@ export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps): Pr
     },
     async (request) => {
       const principal = request.principal!;
-      const job = await findJobByScope(db, { principalId: principal.id, operation: request.query.operation, idempotencyKey: request.query.idempotencyKey });
-      if (!visibleTo(principal, job)) throw notFound();
-      return view(job);
+      const details = await loadJobDetailsByScope(db, { principalId: principal.id, operation: request.query.operation, idempotencyKey: request.query.idempotencyKey });
+      if (!details || !visibleTo(principal, details.job)) throw notFound();
+      return renderJob(details, context);
     },
   );
 }

@@ -1,5 +1,6 @@
 import type { Pool } from 'pg';
-import { admitJob, type JobRecord } from '../ledger/jobs';
+import { loadJobDetailsById, loadJobDetailsByScope, type JobDetails } from '../ledger/job-details';
+import { admitJob, IdempotencyKeyReusedError, type JobRecord } from '../ledger/jobs';
 import { startOrAttachJobWorkflow, type WorkflowTarget } from '../temporal/starter';
 import { requestDigest } from './digest';
 import { jobWorkflowId, type JobScope } from './scope';
@@ -11,7 +12,7 @@ export interface Intent extends JobScope {
 }
 
 export interface Admission {
-  job: JobRecord;
+  details: JobDetails;
   created: boolean;
 }
 
@@ -24,25 +25,32 @@ export class WorkflowStartError extends Error {
 }
 
 /**
- * Turns an intent into its one job: insert-or-find by scope (the database
- * decides), digest check, then start-or-attach the workflow unless the job is
- * already terminal (a terminal job is answered from Postgres alone).
- * @throws IdempotencyKeyReusedError (from the ledger) on another digest.
+ * Turns an intent into its one job. A retry is answered by one read; a new
+ * intent is inserted, and the unique constraint on the scope decides who
+ * created it (invariant 1); another digest is a conflict (invariant 2). A job
+ * that is not terminal gets its workflow started or attached (which repairs a
+ * job whose workflow never started); a terminal one is answered from Postgres
+ * alone (invariant 9).
+ * @throws IdempotencyKeyReusedError on another digest.
  * @throws WorkflowStartError when Temporal cannot be reached.
  */
 export async function admit(db: Pool, workflows: WorkflowTarget, intent: Intent): Promise<Admission> {
   const digest = requestDigest(intent.operation, intent.schemaVersion, intent.input);
-  const { job, created } = await admitJob(db, {
-    ...intent,
-    requestDigest: digest,
-    workflowId: jobWorkflowId(intent),
-  });
-  if (!isTerminal(job.status)) {
+  let details = await loadJobDetailsByScope(db, intent);
+  let created = false;
+  while (!details) {
+    const admitted = await admitJob(db, { ...intent, requestDigest: digest, workflowId: jobWorkflowId(intent) });
+    created = admitted.created;
+    // Undefined only if retention removed the row in between: admit again.
+    details = await loadJobDetailsById(db, admitted.job.id);
+  }
+  if (details.job.requestDigest !== digest) throw new IdempotencyKeyReusedError(details.job);
+  if (!isTerminal(details.job.status)) {
     try {
-      await startOrAttachJobWorkflow(workflows, job);
+      await startOrAttachJobWorkflow(workflows, details.job);
     } catch (err) {
-      throw new WorkflowStartError(job, { cause: err });
+      throw new WorkflowStartError(details.job, { cause: err });
     }
   }
-  return { job, created };
+  return { details, created };
 }

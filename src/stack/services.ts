@@ -3,7 +3,6 @@ import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporal
 import type { Pool } from 'pg';
 import { createActivities } from '../activities';
 import { buildApp, type App } from '../api/app';
-import { loadJobDetails } from '../api/job-details';
 import { JobWaiter } from '../api/job-waiter';
 import type { OnceflowConfig } from '../config';
 import { createMetrics, type Metrics } from '../metrics/metrics';
@@ -41,7 +40,6 @@ export async function startApi(config: OnceflowConfig, db: Pool, metrics: Metric
     operations: createRegistry(),
     metrics,
     waiter,
-    loadDetails: loadJobDetails,
     temporalReady: async () => {
       await connection.workflowService.getSystemInfo({});
     },

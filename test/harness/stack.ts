@@ -1,7 +1,6 @@
 import type { Worker } from '@temporalio/worker';
 import { createActivities } from '../../src/activities';
 import { buildApp, type App } from '../../src/api/app';
-import { loadJobDetails } from '../../src/api/job-details';
 import { JobWaiter } from '../../src/api/job-waiter';
 import { loadConfig, parseApiKeys } from '../../src/config';
 import { createMetrics, type Metrics } from '../../src/metrics/metrics';
@@ -56,7 +55,6 @@ export async function startTestStack(opts: { worker?: boolean; env?: NodeJS.Proc
     operations: opts.operations ?? createRegistry(),
     metrics,
     waiter,
-    loadDetails: loadJobDetails,
     temporalReady: async () => {
       await temporal.client.connection.workflowService.getSystemInfo({});
     },
