@@ -16,6 +16,10 @@ CREATE TABLE jobs (
   -- bumped by every change that can decide who wins the result slot (invariant 5)
   version          bigint      NOT NULL DEFAULT 0,
   workflow_id      text        NOT NULL,
+  -- What the API shows beside the row (attempts, effects, events), kept by the
+  -- triggers of those tables in the same transaction as each write, so a replay
+  -- is one single-row read.
+  details          jsonb       NOT NULL DEFAULT '{"attempts": [], "effects": [], "events": []}'::jsonb,
   created_at       timestamptz NOT NULL DEFAULT now(),
   updated_at       timestamptz NOT NULL DEFAULT now(),
   terminal_at      timestamptz,
@@ -51,3 +55,21 @@ CREATE TRIGGER jobs_terminal_notify
   FOR EACH ROW
   WHEN (OLD.terminal_at IS NULL AND NEW.terminal_at IS NOT NULL)
   EXECUTE FUNCTION jobs_notify_terminal();
+
+-- Appends each event to its job's details document (see jobs.details).
+CREATE FUNCTION job_events_into_details() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  UPDATE jobs
+     SET details = jsonb_set(details, '{events}', (details -> 'events') || jsonb_build_array(jsonb_build_object(
+           'type', NEW.type,
+           'at', to_char(NEW.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+           'detail', NEW.detail)))
+   WHERE id = NEW.job_id;
+  RETURN NULL;
+END;
+$$;
+
+CREATE TRIGGER job_events_details
+  AFTER INSERT ON job_events
+  FOR EACH ROW
+  EXECUTE FUNCTION job_events_into_details();

@@ -8,7 +8,7 @@ export interface ViewContext {
 }
 
 /** The API's shape of a job (API.md, "The job"). */
-export function renderJob({ job, events }: JobDetails, context: ViewContext): JobView {
+export function renderJob({ job, details }: JobDetails, context: ViewContext): JobView {
   return {
     id: job.id,
     operation: job.operation,
@@ -18,9 +18,9 @@ export function renderJob({ job, events }: JobDetails, context: ViewContext): Jo
     status: job.status,
     ...(job.status === JobStatus.succeeded ? { result: job.result } : {}),
     ...(job.status === JobStatus.failed && job.error ? { error: job.error } : {}),
-    attempts: [],
-    effects: [],
-    events,
+    attempts: details.attempts as JobView['attempts'],
+    effects: details.effects as JobView['effects'],
+    events: details.events,
     workflowId: job.workflowId,
     createdAt: job.createdAt.toISOString(),
     updatedAt: job.updatedAt.toISOString(),

@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import { loadJobDetailsById, loadJobDetailsByScope, type JobDetails } from '../ledger/job-details';
+import { loadJobDetailsById, loadJobDetailsByScope, newJobDetails, type JobDetails } from '../ledger/job-details';
 import { admitJob, IdempotencyKeyReusedError, type JobRecord } from '../ledger/jobs';
 import { startOrAttachJobWorkflow, type WorkflowTarget } from '../temporal/starter';
 import { requestDigest } from './digest';
@@ -41,8 +41,9 @@ export async function admit(db: Pool, workflows: WorkflowTarget, intent: Intent)
   while (!details) {
     const admitted = await admitJob(db, { ...intent, requestDigest: digest, workflowId: jobWorkflowId(intent) });
     created = admitted.created;
-    // Undefined only if retention removed the row in between: admit again.
-    details = await loadJobDetailsById(db, admitted.job.id);
+    // A new job's history is its created event, written with it; a found one is read
+    // (undefined only if retention removed the row in between: admit again).
+    details = created ? newJobDetails(admitted.job) : await loadJobDetailsById(db, admitted.job.id);
   }
   if (details.job.requestDigest !== digest) throw new IdempotencyKeyReusedError(details.job);
   if (!isTerminal(details.job.status)) {

@@ -1,4 +1,5 @@
-import { toJobRecord, type JobRecord } from './jobs';
+import { JobEventType } from './events';
+import { JOB_COLUMNS, toJobRecord, type JobRecord } from './jobs';
 import type { JobScope } from '../jobs/scope';
 import type { Queryable } from './queryable';
 
@@ -8,39 +9,42 @@ export interface EventDetail {
   detail: Record<string, unknown>;
 }
 
-/** A job with everything its API view shows, read in one statement. */
-export interface JobDetails {
-  job: JobRecord;
+/** The details document of a job (jobs.details), kept by triggers on its child tables. */
+export interface DetailsDocument {
+  attempts: unknown[];
+  effects: unknown[];
   events: EventDetail[];
 }
 
-const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
+/** A job with everything its API view shows, read as one row. */
+export interface JobDetails {
+  job: JobRecord;
+  details: DetailsDocument;
+}
 
-// One round trip for the whole view: replays are answered from this alone.
-const DETAILS_SQL = `
-  SELECT j.*,
-    COALESCE((
-      SELECT json_agg(json_build_object('type', e.type, 'at', to_char(e.created_at AT TIME ZONE 'UTC', ${ISO}), 'detail', e.detail) ORDER BY e.id)
-      FROM job_events e WHERE e.job_id = j.id
-    ), '[]'::json) AS details_events
-  FROM jobs j`;
-
-type DetailsRow = Parameters<typeof toJobRecord>[0] & { details_events: EventDetail[] };
+type DetailsRow = Parameters<typeof toJobRecord>[0] & { details: DetailsDocument };
 
 function toDetails(row: DetailsRow | undefined): JobDetails | undefined {
-  if (!row) return undefined;
-  return { job: toJobRecord(row), events: row.details_events };
+  return row ? { job: toJobRecord(row), details: row.details } : undefined;
+}
+
+/** The details of a job just created: its one event is the created event written with it. */
+export function newJobDetails(job: JobRecord): JobDetails {
+  return {
+    job,
+    details: { attempts: [], effects: [], events: [{ type: JobEventType.created, at: job.createdAt.toISOString(), detail: { requestDigest: job.requestDigest } }] },
+  };
 }
 
 /** A job and its details by id, or undefined. */
 export async function loadJobDetailsById(db: Queryable, id: string): Promise<JobDetails | undefined> {
-  const { rows } = await db.query<DetailsRow>(`${DETAILS_SQL} WHERE j.id = $1`, [id]);
+  const { rows } = await db.query<DetailsRow>(`SELECT ${JOB_COLUMNS}, details FROM jobs WHERE id = $1`, [id]);
   return toDetails(rows[0]);
 }
 
 /** The job of a scope and its details, or undefined. */
 export async function loadJobDetailsByScope(db: Queryable, scope: JobScope): Promise<JobDetails | undefined> {
-  const { rows } = await db.query<DetailsRow>(`${DETAILS_SQL} WHERE j.principal_id = $1 AND j.operation = $2 AND j.idempotency_key = $3`, [
+  const { rows } = await db.query<DetailsRow>(`SELECT ${JOB_COLUMNS}, details FROM jobs WHERE principal_id = $1 AND operation = $2 AND idempotency_key = $3`, [
     scope.principalId,
     scope.operation,
     scope.idempotencyKey,

@@ -8,7 +8,6 @@ export interface JobRecord extends JobScope {
   id: string;
   requestDigest: string;
   schemaVersion: number;
-  input: Record<string, unknown>;
   status: JobStatus;
   result: unknown;
   error: { type: string; detail: string } | null;
@@ -27,7 +26,6 @@ interface JobRow {
   idempotency_key: string;
   request_digest: string;
   schema_version: number;
-  input: Record<string, unknown>;
   status: JobStatus;
   result: unknown;
   error: { type: string; detail: string } | null;
@@ -39,6 +37,14 @@ interface JobRow {
   terminal_at: Date | null;
 }
 
+/**
+ * The columns a JobRecord is read from. The input is left out: only the
+ * activities that render the prompt need it (getJobInput), and replays should
+ * not pay for parsing it.
+ */
+export const JOB_COLUMNS = `id, principal_id, operation, idempotency_key, request_digest, schema_version, status, result, error,
+  version, workflow_id, created_at, updated_at, terminal_at`;
+
 export function toJobRecord(row: JobRow): JobRecord {
   return {
     id: row.id,
@@ -47,7 +53,6 @@ export function toJobRecord(row: JobRow): JobRecord {
     idempotencyKey: row.idempotency_key,
     requestDigest: row.request_digest,
     schemaVersion: row.schema_version,
-    input: row.input,
     status: row.status,
     result: row.result,
     error: row.error,
@@ -86,18 +91,21 @@ export async function admitJob(db: Pool, job: NewJob): Promise<{ job: JobRecord;
   // A row removed by retention between the two statements is simply inserted on the next turn.
   for (;;) {
     // Invariant 1: the database, not this code, decides who creates the job.
+    // The created event is written by the same statement, only when the row was.
     const inserted = await db.query<JobRow>(
-      `INSERT INTO jobs (principal_id, operation, idempotency_key, request_digest, schema_version, input, workflow_id)
-       VALUES ($1, $2, $3, $4, $5, $6, $7)
-       ON CONFLICT (principal_id, operation, idempotency_key) DO NOTHING
-       RETURNING *`,
+      `WITH inserted AS (
+         INSERT INTO jobs (principal_id, operation, idempotency_key, request_digest, schema_version, input, workflow_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)
+         ON CONFLICT (principal_id, operation, idempotency_key) DO NOTHING
+         RETURNING ${JOB_COLUMNS}
+       ), created AS (
+         INSERT INTO job_events (job_id, type, detail, created_at)
+         SELECT id, '${JobEventType.created}', jsonb_build_object('requestDigest', request_digest), created_at FROM inserted
+       )
+       SELECT * FROM inserted`,
       [job.principalId, job.operation, job.idempotencyKey, job.requestDigest, job.schemaVersion, job.input, job.workflowId],
     );
-    if (inserted.rows[0]) {
-      const record = toJobRecord(inserted.rows[0]);
-      await appendEvent(db, record.id, JobEventType.created, { requestDigest: record.requestDigest });
-      return { job: record, created: true };
-    }
+    if (inserted.rows[0]) return { job: toJobRecord(inserted.rows[0]), created: true };
     const existing = await findJobByScope(db, job);
     if (!existing) continue;
     // Invariant 2: a key binds one exact intent.
@@ -108,7 +116,7 @@ export async function admitJob(db: Pool, job: NewJob): Promise<{ job: JobRecord;
 
 /** The job of a scope, or undefined. */
 export async function findJobByScope(db: Queryable, scope: JobScope): Promise<JobRecord | undefined> {
-  const { rows } = await db.query<JobRow>('SELECT * FROM jobs WHERE principal_id = $1 AND operation = $2 AND idempotency_key = $3', [
+  const { rows } = await db.query<JobRow>(`SELECT ${JOB_COLUMNS} FROM jobs WHERE principal_id = $1 AND operation = $2 AND idempotency_key = $3`, [
     scope.principalId,
     scope.operation,
     scope.idempotencyKey,
@@ -118,8 +126,14 @@ export async function findJobByScope(db: Queryable, scope: JobScope): Promise<Jo
 
 /** A job by id, or undefined. Tenant checks are the caller's (see api/jobs-routes). */
 export async function getJob(db: Queryable, id: string): Promise<JobRecord | undefined> {
-  const { rows } = await db.query<JobRow>('SELECT * FROM jobs WHERE id = $1', [id]);
+  const { rows } = await db.query<JobRow>(`SELECT ${JOB_COLUMNS} FROM jobs WHERE id = $1`, [id]);
   return rows[0] ? toJobRecord(rows[0]) : undefined;
+}
+
+/** The input a job was submitted with, or undefined when there is no such job. */
+export async function getJobInput(db: Queryable, id: string): Promise<Record<string, unknown> | undefined> {
+  const { rows } = await db.query<{ input: Record<string, unknown> }>('SELECT input FROM jobs WHERE id = $1', [id]);
+  return rows[0]?.input;
 }
 
 /** Channel on which terminal writes are announced; the API's waiters listen on it. */

@@ -1,0 +1,51 @@
+/**
+ * Child process of the benchmark: the Onceflow API and the baseline (a bare
+ * Fastify route doing one primary-key lookup) side by side, on the same
+ * Postgres, so the load generator never shares their event loop.
+ */
+import { Client, Connection } from '@temporalio/client';
+import Fastify from 'fastify';
+import { buildApp } from '../src/api/app';
+import { JobWaiter } from '../src/api/job-waiter';
+import { loadConfig, parseApiKeys } from '../src/config';
+import { createPool } from '../src/db/pool';
+import { createMetrics } from '../src/metrics/metrics';
+import { createRegistry } from '../src/operations/registry';
+
+export const BENCH_KEY = 'k_bench';
+
+async function main(): Promise<void> {
+  const config = loadConfig({ ...process.env, ONCEFLOW_RATE_LIMIT_PER_MINUTE: '100000000' });
+  const url = config.databaseUrl!;
+  const onceflowDb = createPool(url, { max: 10 });
+  const baselineDb = createPool(url, { max: 10 });
+  const connection = await Connection.connect({ address: config.temporal.address });
+  const waiter = new JobWaiter(url);
+  const app = await buildApp({
+    config: { ...config, keys: parseApiKeys(`bench:${BENCH_KEY}`, undefined) },
+    db: onceflowDb,
+    workflows: { client: new Client({ connection, namespace: config.temporal.namespace }), taskQueue: config.temporal.taskQueue, searchAttributes: true },
+    operations: createRegistry(),
+    metrics: createMetrics(),
+    waiter,
+    temporalReady: async () => undefined,
+    logger: false,
+  });
+  const baseline = Fastify({ logger: false });
+  baseline.get<{ Params: { id: string } }>('/jobs/:id', async (request, reply) => {
+    const { rows } = await baselineDb.query('SELECT * FROM jobs WHERE id = $1', [request.params.id]);
+    if (!rows[0]) return reply.status(404).send({});
+    return rows[0];
+  });
+  const onceflowUrl = await app.listen({ host: '127.0.0.1', port: 0 });
+  const baselineUrl = await baseline.listen({ host: '127.0.0.1', port: 0 });
+  process.stdout.write(`${JSON.stringify({ onceflowUrl, baselineUrl })}\n`);
+  process.on('SIGTERM', () => {
+    void Promise.all([app.close(), baseline.close(), waiter.close()]).finally(() => process.exit(0));
+  });
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
