@@ -30,6 +30,10 @@ import { JOB_WORKFLOW, searchAttributes } from '../src/temporal/contract';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { createWorker } from '../src/worker/worker';
 import { load, type LoadResult } from './load';
+import { loadConfig } from '../src/config';
+import { createRegistry } from '../src/operations/registry';
+import { createOpenAiCompatibleProvider } from '../src/providers/openai-compatible';
+import { startSimStack } from '../src/sim/stack';
 
 const BENCH_KEY = 'k_bench';
 const TASK_QUEUE = 'bench';
@@ -81,7 +85,22 @@ async function main(): Promise<void> {
 
     // Seed one finished job, with a worker that runs only for this.
     const nativeConnection = await NativeConnection.connect({ address: temporal.address });
-    const worker = await createWorker({ connection: nativeConnection, namespace: temporal.namespace, taskQueue: TASK_QUEUE, activities: createActivities({ db, metrics: createMetrics() }) });
+    const sims = await startSimStack();
+    stops.push(() => sims.close());
+    const config = loadConfig(env);
+    const worker = await createWorker({
+      connection: nativeConnection,
+      namespace: temporal.namespace,
+      taskQueue: TASK_QUEUE,
+      activities: createActivities({
+        db,
+        metrics: createMetrics(),
+        operations: createRegistry(),
+        providers: new Map([[sims.primary.name, createOpenAiCompatibleProvider({ name: sims.primary.name, baseUrl: sims.primary.url, lookup: true })]]),
+        routeFor: () => [{ provider: sims.primary.name, model: 'sim-small' }],
+        attempts: config.attempts,
+      }),
+    });
     const replayKey = `replay-${randomUUID()}`;
     const seeded = await worker.runUntil(async () => {
       const response = await fetch(`${onceflowUrl}/v1/jobs`, { method: 'POST', headers: { ...headers, 'idempotency-key': replayKey, prefer: 'wait=30' }, body: body() });

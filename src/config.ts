@@ -30,6 +30,7 @@ export interface OnceflowConfig {
   keys: ApiKeys;
   attempts: {
     timeoutMs: number;
+    heartbeatTimeoutMs: number;
     reconcileIntervalMs: number;
     maxAttempts: number;
     backoffMs: number;
@@ -92,6 +93,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): OnceflowConfig
     keys: parseApiKeys(env.ONCEFLOW_API_KEYS, env.ONCEFLOW_OPERATOR_KEYS),
     attempts: {
       timeoutMs: int(env, 'ONCEFLOW_ATTEMPT_TIMEOUT_MS', 30_000, 100),
+      heartbeatTimeoutMs: int(env, 'ONCEFLOW_HEARTBEAT_TIMEOUT_MS', 10_000, 500),
       reconcileIntervalMs: int(env, 'ONCEFLOW_RECONCILE_INTERVAL_MS', 60_000, 100),
       maxAttempts: int(env, 'ONCEFLOW_MAX_ATTEMPTS', 3, 1, 20),
       backoffMs: int(env, 'ONCEFLOW_ATTEMPT_BACKOFF_MS', 1_000, 0),

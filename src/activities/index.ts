@@ -1,7 +1,10 @@
 import type { Pool } from 'pg';
-import { isTerminal, JobStatus } from '../jobs/status';
-import { getJob, setJobProgress, succeedJobPlaceholder } from '../ledger/jobs';
 import type { Metrics } from '../metrics/metrics';
+import type { OperationRegistry } from '../operations/registry';
+import type { ProviderAdapter } from '../providers/types';
+import type { RouteStep } from '../temporal/contract';
+import { createAttemptActivities } from './attempt-activities';
+import { createJobActivities } from './job-activities';
 
 export interface Clock {
   now(): Date;
@@ -9,28 +12,28 @@ export interface Clock {
 
 export const systemClock: Clock = { now: () => new Date() };
 
+export interface AttemptSettings {
+  timeoutMs: number;
+  heartbeatTimeoutMs: number;
+  reconcileIntervalMs: number;
+  maxAttempts: number;
+  backoffMs: number;
+}
+
 export interface ActivityDeps {
   db: Pool;
   metrics: Metrics;
+  operations: OperationRegistry;
+  providers: ReadonlyMap<string, ProviderAdapter>;
+  /** The provider route of an operation, in failover order. */
+  routeFor(operation: string): RouteStep[];
+  attempts: AttemptSettings;
   clock?: Clock;
 }
 
 /** Builds the activities from their dependencies; nothing here is a module-level singleton. */
 export function createActivities(deps: ActivityDeps) {
-  const { db } = deps;
-  return {
-    /** Marks an accepted job running; says whether it is already terminal. */
-    async beginJob(jobId: string): Promise<{ status: JobStatus; terminal: boolean }> {
-      await setJobProgress(db, jobId, JobStatus.running);
-      const job = await getJob(db, jobId);
-      if (!job) throw new Error(`job ${jobId} is not in the ledger`);
-      return { status: job.status, terminal: isTerminal(job.status) };
-    },
-
-    async runPlaceholderStep(jobId: string): Promise<JobStatus> {
-      return succeedJobPlaceholder(db, jobId);
-    },
-  };
+  return { ...createJobActivities(deps), ...createAttemptActivities(deps) };
 }
 
 export type Activities = ReturnType<typeof createActivities>;

@@ -10,7 +10,7 @@ import type { OperationRegistry } from '../operations/registry';
 import type { WorkflowTarget } from '../temporal/starter';
 import { KeyRing, type Principal } from './auth';
 import type { JobWaiter } from './job-waiter';
-import { registerJobRoutes } from './jobs-routes';
+import { registerJobCommandRoutes, registerJobRoutes } from './jobs-routes';
 import { ProblemError, ProblemType, type FieldError } from './problems';
 import { ProblemSchema } from './schemas';
 import { registerServiceRoutes } from './service-routes';
@@ -113,6 +113,7 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
       request.principal = keyRing.authenticate(request.headers.authorization);
     });
     await registerJobRoutes(v1, deps);
+    await registerJobCommandRoutes(v1, deps);
   }, { prefix: '/v1' });
   await registerServiceRoutes(app, deps);
   return app;

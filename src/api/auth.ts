@@ -5,6 +5,8 @@ import { ProblemError, ProblemType } from './problems';
 export interface Principal {
   id: string;
   operator: boolean;
+  /** Who acted, for audit records (resolutions, cancellations): never the key itself. */
+  label: string;
 }
 
 /** Principal id that operator keys act as when they submit jobs themselves. */
@@ -26,8 +28,12 @@ export class KeyRing {
 
   constructor(keys: ApiKeys) {
     this.entries = [
-      ...[...keys.principals].map(([key, id]) => ({ digest: sha256(key), principal: { id, operator: false } })),
-      ...keys.operatorKeys.map((key) => ({ digest: sha256(key), principal: { id: OPERATOR_PRINCIPAL, operator: true } })),
+      ...[...keys.principals].map(([key, id]) => ({ digest: sha256(key), principal: { id, operator: false, label: id } })),
+      // An operator is named by a short digest of its key, so audit records tell operators apart.
+      ...keys.operatorKeys.map((key) => ({
+        digest: sha256(key),
+        principal: { id: OPERATOR_PRINCIPAL, operator: true, label: `operator:${sha256(key).toString('hex').slice(0, 8)}` },
+      })),
     ];
   }
 

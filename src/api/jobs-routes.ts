@@ -8,8 +8,14 @@ import type { ApiDeps } from './app';
 import type { Principal } from './auth';
 import { renderJob } from './job-view';
 import { notFound, ProblemError, ProblemType } from './problems';
+import { AttemptNotFoundError, AttemptNotUnknownError, resolveAttempt } from '../ledger/attempts';
+import { cancelJob } from '../ledger/jobs';
+import { jobChangedSignal } from '../temporal/contract';
 import {
+  CancelBodySchema,
   FindJobQuerySchema,
+  ResolutionBodySchema,
+  ResolutionParamsSchema,
   JobIdParamsSchema,
   JobSchema,
   SubmitBodySchema,
@@ -148,6 +154,80 @@ export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps): Pr
       const details = await loadJobDetailsByScope(db, { principalId: principal.id, operation: request.query.operation, idempotencyKey: request.query.idempotencyKey });
       if (!details || !visibleTo(principal, details.job)) throw notFound();
       return renderJob(details, context);
+    },
+  );
+}
+
+/** Resolution and cancellation: writes that change who may win, then a wake-up for the workflow. */
+export async function registerJobCommandRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
+  const v1 = app.withTypeProvider<TypeBoxTypeProvider>();
+  const { db, metrics } = deps;
+  const context = { temporalUiUrl: deps.config.temporal.uiUrl, namespace: deps.config.temporal.namespace };
+
+  async function wake(workflowId: string, log: FastifyInstance['log']): Promise<void> {
+    try {
+      await deps.workflows.client.workflow.getHandle(workflowId).signal(jobChangedSignal);
+    } catch (err) {
+      // The ledger already holds the change; the workflow sees it at its next reconcile.
+      log.warn({ err, workflowId }, 'could not signal the job workflow');
+    }
+  }
+
+  v1.post(
+    '/jobs/:id/attempts/:attemptId/resolution',
+    {
+      config: { problems: [400, 401, 403, 404, 409] },
+      schema: {
+        summary: 'Resolve an unknown attempt out of band (operators only)',
+        description: 'Marks an unknown attempt failed or cancelled, with who and why; the job may then go on to its next attempt.',
+        params: ResolutionParamsSchema,
+        body: ResolutionBodySchema,
+        response: { 200: JobSchema },
+      },
+    },
+    async (request) => {
+      const principal = request.principal!;
+      if (!principal.operator) throw new ProblemError(403, ProblemType.forbidden, 'Forbidden', 'only operators may resolve attempts');
+      const details = UUID.test(request.params.id) ? await loadJobDetailsById(db, request.params.id) : undefined;
+      if (!details || !UUID.test(request.params.attemptId)) throw notFound('attempt');
+      try {
+        await resolveAttempt(db, { jobId: details.job.id, attemptId: request.params.attemptId, outcome: request.body.outcome, reason: request.body.reason, by: principal.label });
+      } catch (err) {
+        if (err instanceof AttemptNotFoundError) throw notFound('attempt');
+        if (err instanceof AttemptNotUnknownError) {
+          throw new ProblemError(409, ProblemType.notResolvable, 'Attempt is not unknown', `attempt ${err.attempt.id} is ${err.attempt.status}; only an unknown attempt can be resolved`);
+        }
+        throw err;
+      }
+      metrics.attemptsResolved.inc({ operation: details.job.operation, via: 'operator', outcome: request.body.outcome });
+      await wake(details.job.workflowId, request.log);
+      return renderJob((await loadJobDetailsById(db, details.job.id))!, context);
+    },
+  );
+
+  v1.post(
+    '/jobs/:id/cancel',
+    {
+      config: { problems: [401, 404, 409] },
+      schema: {
+        summary: 'Cancel a job that is not terminal',
+        description: 'An attempt in flight is not killed; its late result will be discarded.',
+        params: JobIdParamsSchema,
+        body: CancelBodySchema,
+        response: { 200: JobSchema },
+      },
+    },
+    async (request) => {
+      const principal = request.principal!;
+      const details = UUID.test(request.params.id) ? await loadJobDetailsById(db, request.params.id) : undefined;
+      if (!details || !visibleTo(principal, details.job)) throw notFound();
+      const cancelled = await cancelJob(db, details.job.id, { by: principal.label, reason: request.body?.reason });
+      if (!cancelled) {
+        throw new ProblemError(409, ProblemType.conflict, 'Job is terminal', `job ${details.job.id} is already ${details.job.status === 'cancelled' ? 'cancelled' : details.job.status}`);
+      }
+      metrics.jobsCancelled.inc({ operation: details.job.operation });
+      await wake(details.job.workflowId, request.log);
+      return renderJob((await loadJobDetailsById(db, details.job.id))!, context);
     },
   );
 }

@@ -1,4 +1,5 @@
 import type { Pool } from 'pg';
+import { inTransaction } from '../db/pool';
 import { JobStatus } from '../jobs/status';
 import type { JobScope } from '../jobs/scope';
 import { appendEvent, JobEventType } from './events';
@@ -10,7 +11,7 @@ export interface JobRecord extends JobScope {
   schemaVersion: number;
   status: JobStatus;
   result: unknown;
-  error: { type: string; detail: string } | null;
+  error: JobError | null;
   version: number;
   completedBy: string | null;
   workflowId: string;
@@ -154,14 +155,45 @@ export async function setJobProgress(db: Queryable, jobId: string, status: typeo
   return Boolean(rowCount);
 }
 
-/** Completes a job with an echo of its input until the AI step exists. */
-export async function succeedJobPlaceholder(db: Queryable, jobId: string): Promise<JobStatus> {
-  const { rows } = await db.query<{ status: JobStatus }>(
-    `UPDATE jobs SET status = 'succeeded', result = jsonb_build_object('echo', input), terminal_at = now(), updated_at = now(), version = version + 1
-     WHERE id = $1 AND terminal_at IS NULL
-     RETURNING status`,
-    [jobId],
+/** A job's error, as the API shows it when the job failed. */
+export interface JobError {
+  type: string;
+  detail: string;
+  [extension: string]: unknown;
+}
+
+/**
+ * Ends a job as failed with a clear error. Bumps the version, so no late
+ * attempt can still win.
+ * @returns false when the job was already terminal.
+ */
+export async function failJob(db: Queryable, jobId: string, error: JobError): Promise<boolean> {
+  // A terminal job never moves again.
+  const { rowCount } = await db.query(
+    `UPDATE jobs SET status = 'failed', error = $2, version = version + 1, terminal_at = now(), updated_at = now()
+     WHERE id = $1 AND terminal_at IS NULL`,
+    [jobId, JSON.stringify(error)],
   );
-  if (rows[0]) await appendEvent(db, jobId, JobEventType.succeeded);
-  return rows[0]?.status ?? ((await getJob(db, jobId))?.status as JobStatus);
+  if (rowCount) await appendEvent(db, jobId, JobEventType.failed, { type: error.type, detail: error.detail });
+  return Boolean(rowCount);
+}
+
+/**
+ * Cancels a job that is not terminal. An attempt in flight is not killed: the
+ * version bump makes its late result lose the compare-and-swap. An attempt
+ * opened but not yet sent is cancelled with the job.
+ * @returns false when the job was already terminal.
+ */
+export async function cancelJob(db: Pool, jobId: string, cancellation: { by: string; reason?: string }): Promise<boolean> {
+  return inTransaction(db, async (tx) => {
+    const { rowCount } = await tx.query(
+      `UPDATE jobs SET status = 'cancelled', version = version + 1, terminal_at = now(), updated_at = now()
+       WHERE id = $1 AND terminal_at IS NULL`,
+      [jobId],
+    );
+    if (!rowCount) return false;
+    await tx.query(`UPDATE attempts SET status = 'cancelled', ended_at = now() WHERE job_id = $1 AND status = 'starting'`, [jobId]);
+    await appendEvent(tx, jobId, JobEventType.cancelled, { by: cancellation.by, ...(cancellation.reason ? { reason: cancellation.reason } : {}) });
+    return true;
+  });
 }

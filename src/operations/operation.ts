@@ -18,6 +18,11 @@ export interface OperationDefinition<I extends TObject = TObject, O extends TObj
   input: I;
   /** The output contract: strict JSON Schema, no extra keys. */
   output: O;
+  /**
+   * The business parser: what the code consuming the output relies on beyond
+   * the schema. Returns the violations; none means the output is usable.
+   */
+  businessChecks?(output: Static<O>): string[];
   prompt: { system: string; user: string };
   /** Provider names in failover order. */
   defaultRoute: string[];

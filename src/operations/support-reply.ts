@@ -5,25 +5,35 @@ import type { OperationDefinition } from './operation';
  * The demo operation: draft a reply to a customer's support message, then send
  * it (the effect lands with the effects ledger).
  */
+const SupportReplyInput = Type.Object(
+  {
+    ticketId: Type.String({ minLength: 1, maxLength: 64 }),
+    customerMessage: Type.String({ minLength: 1, maxLength: 4000 }),
+    channel: Type.Union([Type.Literal('email'), Type.Literal('chat')]),
+  },
+  { additionalProperties: false },
+);
+
+const SupportReplyOutput = Type.Object(
+  {
+    reply: Type.String({ minLength: 1, maxLength: 4000 }),
+    escalate: Type.Boolean(),
+  },
+  { additionalProperties: false },
+);
+
 export const supportReply = {
   name: 'support.reply',
   schemaVersion: 1,
   description: "Draft a reply to a customer's support message and send it on the ticket's channel.",
-  input: Type.Object(
-    {
-      ticketId: Type.String({ minLength: 1, maxLength: 64 }),
-      customerMessage: Type.String({ minLength: 1, maxLength: 4000 }),
-      channel: Type.Union([Type.Literal('email'), Type.Literal('chat')]),
-    },
-    { additionalProperties: false },
-  ),
-  output: Type.Object(
-    {
-      reply: Type.String({ minLength: 1, maxLength: 4000 }),
-      escalate: Type.Boolean(),
-    },
-    { additionalProperties: false },
-  ),
+  input: SupportReplyInput,
+  output: SupportReplyOutput,
+  businessChecks: (output) => {
+    const violations: string[] = [];
+    if (output.reply.trim().length === 0) violations.push('reply is blank');
+    if (/\{\{[^}]*\}\}/.test(output.reply)) violations.push('reply contains an unfilled template placeholder');
+    return violations;
+  },
   prompt: {
     system:
       'You are a support agent. Answer with one JSON object and nothing else: ' +
@@ -32,4 +42,4 @@ export const supportReply = {
   },
   defaultRoute: ['sim-primary', 'sim-backup'],
   example: { ticketId: 'T-1001', customerMessage: 'My order arrived damaged. What can I do?', channel: 'email' },
-} satisfies OperationDefinition;
+} satisfies OperationDefinition<typeof SupportReplyInput, typeof SupportReplyOutput>;

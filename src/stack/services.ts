@@ -8,6 +8,8 @@ import type { OnceflowConfig } from '../config';
 import { createMetrics, type Metrics } from '../metrics/metrics';
 import { createRegistry } from '../operations/registry';
 import { createWorker } from '../worker/worker';
+import type { OperationRegistry } from '../operations/registry';
+import { createProviders, DEFAULT_PROVIDERS_YAML, loadProvidersConfig, parseProvidersConfig, routeFor } from '../providers/config';
 
 /**
  * Connects to Temporal, turning the SDK's retry-forever into a one-line error.
@@ -81,9 +83,24 @@ export function installTemporalRuntime(level: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR
   runtimeInstalled = true;
 }
 
+/**
+ * The providers and routes of ONCEFLOW_PROVIDERS_FILE, or the built-in file
+ * that points at the simulators of `npm start`.
+ * @throws ProvidersConfigError naming the file and the key that is wrong.
+ */
+export async function loadProviders(config: OnceflowConfig, operations: OperationRegistry, env: NodeJS.ProcessEnv = process.env) {
+  const providersConfig = config.providersFile ? await loadProvidersConfig(config.providersFile) : parseProvidersConfig(DEFAULT_PROVIDERS_YAML, 'built-in providers');
+  const providers = createProviders(providersConfig, env);
+  // Resolved once at boot, so a bad route fails the start, not a job.
+  const routes = new Map([...operations.values()].map((operation) => [operation.name, routeFor(providersConfig, operation.name, operation.defaultRoute)]));
+  return { providers, routeFor: (operation: string) => routes.get(operation) ?? [] };
+}
+
 /** Starts a worker polling config.temporal.taskQueue; close() drains it. */
 export async function startWorker(config: OnceflowConfig, db: Pool, metrics: Metrics = createMetrics({ defaultMetrics: true })): Promise<RunningWorker> {
   installTemporalRuntime();
+  const operations = createRegistry();
+  const { providers, routeFor: route } = await loadProviders(config, operations);
   let connection: NativeConnection;
   try {
     connection = await NativeConnection.connect({ address: config.temporal.address });
@@ -94,7 +111,7 @@ export async function startWorker(config: OnceflowConfig, db: Pool, metrics: Met
     connection,
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
-    activities: createActivities({ db, metrics }),
+    activities: createActivities({ db, metrics, operations, providers, routeFor: route, attempts: config.attempts }),
   });
   const running = worker.run();
   return {

@@ -26,3 +26,40 @@ export interface JobWorkflowInput {
 
 /** Wakes the workflow: a job was cancelled or an attempt resolved out of band. */
 export const jobChangedSignal = defineSignal('jobChanged');
+
+/** One step of an operation's provider route. */
+export interface RouteStep {
+  provider: string;
+  model: string;
+}
+
+/** What the workflow needs to drive a job, read from the ledger and configuration. */
+export interface JobPlan {
+  status: string;
+  terminal: boolean;
+  operation: string;
+  route: RouteStep[];
+  maxAttempts: number;
+  attemptsMade: number;
+  /** Index into route of the next attempt's provider. */
+  nextRouteIndex: number;
+  attemptTimeoutMs: number;
+  heartbeatTimeoutMs: number;
+  reconcileIntervalMs: number;
+  backoffMs: number;
+  /** An attempt left live by an earlier run of this workflow. */
+  live?: { attemptId: string; status: string; provider: string };
+}
+
+/** Where an attempt stands after a step of the workflow. */
+export interface AttemptOutcome {
+  status: 'starting' | 'running' | 'unknown' | 'succeeded' | 'failed' | 'cancelled' | 'discarded';
+  /** True when the job is terminal (won, cancelled, failed): nothing more to try. */
+  jobTerminal: boolean;
+  class?: string;
+  /** From a 429's Retry-After: wait at least this long before the same provider again. */
+  retryAfterMs?: number;
+}
+
+/** How the next attempt relates to the previous one (for metrics and events). */
+export type AttemptKind = 'first' | 'retry' | 'fallback';

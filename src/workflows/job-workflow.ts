@@ -1,26 +1,121 @@
-import { proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
+import { ActivityFailure, condition, proxyActivities, setHandler, sleep, TimeoutFailure, upsertSearchAttributes } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { searchAttributes, type JobWorkflowInput } from '../temporal/contract';
+import { jobChangedSignal, searchAttributes, type AttemptKind, type AttemptOutcome, type JobWorkflowInput } from '../temporal/contract';
 
+// Ledger activities are idempotent by their WHERE clauses, so retrying them is safe.
 const ledger = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
-  // Ledger writes are idempotent by their WHERE clauses, so retrying them is safe.
   retry: { initialInterval: '200 milliseconds', maximumInterval: '10 seconds', backoffCoefficient: 2 },
 });
 
+/** Beyond the attempt's own timeout, how long Temporal waits for callProvider to report. */
+const CALL_GRACE_MS = 5_000;
+
 /**
- * One workflow per job. It holds no job state of its own: every decision is a
- * ledger write whose WHERE clause is the rule, so replays and restarts are safe.
+ * One workflow per job. It keeps no job state of its own: every decision is a
+ * ledger write whose WHERE clause is the rule, so restarts, replays and a
+ * second run after a repair are all safe.
+ *
+ * open attempt → call provider → (unknown: reconcile until evidence or an
+ * operator resolves it; no new attempt meanwhile) → on failure, the next step
+ * of the route → until the job is terminal or attempts run out.
  */
 export async function jobWorkflow(input: JobWorkflowInput): Promise<string> {
+  const { jobId } = input;
+  let changed = false;
+  setHandler(jobChangedSignal, () => {
+    changed = true;
+  });
   const setStatus = (status: string): void => {
     if (input.searchAttributes !== false) upsertSearchAttributes([{ key: searchAttributes.status, value: status }]);
   };
-  const begun = await ledger.beginJob(input.jobId);
-  setStatus(begun.status);
-  if (begun.terminal) return begun.status;
 
-  const finished = await ledger.runPlaceholderStep(input.jobId);
-  setStatus(finished);
-  return finished;
+  const plan = await ledger.beginJob(jobId);
+  setStatus(plan.status);
+  if (plan.terminal) return plan.status;
+
+  // A retry is a new attempt, never a hidden retry of the provider call.
+  const provider = proxyActivities<Activities>({
+    startToCloseTimeout: plan.attemptTimeoutMs + CALL_GRACE_MS,
+    heartbeatTimeout: plan.heartbeatTimeoutMs,
+    retry: { maximumAttempts: 1 },
+  });
+
+  async function call(attemptId: string): Promise<AttemptOutcome> {
+    try {
+      return await provider.callProvider(attemptId);
+    } catch (err) {
+      // The activity timed out or its worker was lost: the ledger decides what that means.
+      if (err instanceof ActivityFailure && err.cause instanceof TimeoutFailure) return ledger.attemptTimedOut(attemptId);
+      throw err;
+    }
+  }
+
+  /** Invariant 4: while unknown, only evidence or an operator moves the attempt on. */
+  async function reconcile(attemptId: string, outcome: AttemptOutcome): Promise<AttemptOutcome> {
+    while (outcome.status === 'unknown' && !outcome.jobTerminal) {
+      setStatus('awaiting_resolution');
+      outcome = await ledger.reconcileAttempt(attemptId);
+      if (outcome.status !== 'unknown' || outcome.jobTerminal) break;
+      changed = false;
+      await condition(() => changed, plan.reconcileIntervalMs);
+    }
+    return outcome;
+  }
+
+  let attemptsMade = plan.attemptsMade;
+  let routeIndex = plan.nextRouteIndex;
+  let previousProvider: string | undefined = plan.live?.provider;
+  let failuresInARow = 0;
+  let live = plan.live;
+
+  for (;;) {
+    let attemptId: string;
+    let outcome: AttemptOutcome;
+    if (live) {
+      // Left live by an earlier run: whatever was in flight then is not reporting back now.
+      attemptId = live.attemptId;
+      outcome = live.status === 'unknown' ? { status: 'unknown', jobTerminal: false } : await ledger.attemptTimedOut(attemptId);
+      live = undefined;
+    } else {
+      if (attemptsMade >= plan.maxAttempts) {
+        await ledger.failJob(jobId, { type: 'attempts_exhausted', detail: `all ${plan.maxAttempts} attempts failed; see the attempts for each error` });
+        break;
+      }
+      const step = plan.route[routeIndex % plan.route.length];
+      if (!step) {
+        await ledger.failJob(jobId, { type: 'no_route', detail: `no provider is configured for ${plan.operation}` });
+        break;
+      }
+      const kind: AttemptKind = attemptsMade === 0 ? 'first' : step.provider === previousProvider ? 'retry' : 'fallback';
+      const opened = await ledger.openAttempt({ jobId, provider: step.provider, model: step.model, kind });
+      if (opened.kind === 'terminal') break;
+      attemptId = opened.attemptId;
+      if (opened.kind === 'live') {
+        // The database refused a second live attempt (invariant 3): settle the live one first.
+        live = { attemptId, status: opened.status, provider: step.provider };
+        continue;
+      }
+      attemptsMade++;
+      previousProvider = step.provider;
+      setStatus('running');
+      outcome = await call(attemptId);
+    }
+
+    outcome = await reconcile(attemptId, outcome);
+    if (outcome.jobTerminal || outcome.status === 'succeeded' || outcome.status === 'discarded') break;
+
+    // failed or cancelled: the next attempt goes along the route.
+    failuresInARow++;
+    routeIndex++;
+    const next = plan.route[routeIndex % plan.route.length];
+    // Backoff (and a 429's Retry-After) concern the provider that failed, not a fallback.
+    if (next?.provider === previousProvider) {
+      await sleep(Math.max(outcome.retryAfterMs ?? 0, plan.backoffMs * 2 ** (failuresInARow - 1)));
+    }
+  }
+
+  const final = await ledger.jobStatus(jobId);
+  setStatus(final.status);
+  return final.status;
 }

@@ -6,7 +6,11 @@ import { loadConfig, parseApiKeys } from '../../src/config';
 import { createMetrics, type Metrics } from '../../src/metrics/metrics';
 import { createRegistry, type OperationRegistry } from '../../src/operations/registry';
 import type { WorkflowTarget } from '../../src/temporal/starter';
+import type { RouteStep } from '../../src/temporal/contract';
 import { createWorker } from '../../src/worker/worker';
+import { createOpenAiCompatibleProvider } from '../../src/providers/openai-compatible';
+import type { ProviderAdapter } from '../../src/providers/types';
+import { startSimStack, type SimStack } from '../../src/sim/stack';
 import { createTestDatabase, type TestDatabase } from './database';
 import { connectDevTemporal, workflowBundle, type DevTemporal } from './temporal';
 
@@ -20,6 +24,8 @@ export const auth = (key: string): { authorization: string } => ({ authorization
 
 export interface TestStack {
   app: App;
+  sims: SimStack;
+  providers: Map<string, ProviderAdapter>;
   db: TestDatabase;
   temporal: DevTemporal;
   workflows: WorkflowTarget;
@@ -35,24 +41,49 @@ export interface TestStack {
  * The whole product against real servers: a fresh database, the run's Temporal
  * dev server on a task queue of its own, a worker, and the API (use app.inject).
  */
-export async function startTestStack(opts: { worker?: boolean; env?: NodeJS.ProcessEnv; operations?: OperationRegistry } = {}): Promise<TestStack> {
+export interface TestStackOptions {
+  worker?: boolean;
+  env?: NodeJS.ProcessEnv;
+  operations?: OperationRegistry;
+  /** The provider route of every operation; default sim-primary/sim-small then sim-backup/sim-large. */
+  route?: RouteStep[];
+  /** Providers beside the two simulators. */
+  extraProviders?: ProviderAdapter[];
+}
+
+export async function startTestStack(opts: TestStackOptions = {}): Promise<TestStack> {
   const db = await createTestDatabase();
   const temporal = await connectDevTemporal();
+  const sims = await startSimStack();
+  const providers = new Map<string, ProviderAdapter>([
+    [sims.primary.name, createOpenAiCompatibleProvider({ name: sims.primary.name, baseUrl: sims.primary.url, lookup: true })],
+    [sims.backup.name, createOpenAiCompatibleProvider({ name: sims.backup.name, baseUrl: sims.backup.url, lookup: true })],
+    ...(opts.extraProviders ?? []).map((provider) => [provider.name, provider] as const),
+  ]);
+  const route = opts.route ?? [
+    { provider: sims.primary.name, model: 'sim-small' },
+    { provider: sims.backup.name, model: 'sim-large' },
+  ];
   const config = loadConfig({
     ONCEFLOW_RATE_LIMIT_PER_MINUTE: '100000',
+    ONCEFLOW_ATTEMPT_TIMEOUT_MS: '2000',
+    ONCEFLOW_HEARTBEAT_TIMEOUT_MS: '1000',
+    ONCEFLOW_RECONCILE_INTERVAL_MS: '500',
+    ONCEFLOW_ATTEMPT_BACKOFF_MS: '50',
     ...opts.env,
     TEMPORAL_NAMESPACE: temporal.namespace,
     ONCEFLOW_TASK_QUEUE: temporal.taskQueue,
   });
   const keys = parseApiKeys(`alice:${KEYS.alice},bob:${KEYS.bob}`, KEYS.operator);
   const metrics = createMetrics();
+  const operations = opts.operations ?? createRegistry();
   const workflows: WorkflowTarget = { client: temporal.client, taskQueue: temporal.taskQueue, searchAttributes: true };
   const waiter = new JobWaiter(db.url);
   const app = await buildApp({
     config: { ...config, keys },
     db: db.pool,
     workflows,
-    operations: opts.operations ?? createRegistry(),
+    operations,
     metrics,
     waiter,
     temporalReady: async () => {
@@ -65,6 +96,8 @@ export async function startTestStack(opts: { worker?: boolean; env?: NodeJS.Proc
   let running: Promise<void> | undefined;
   const stack: TestStack = {
     app,
+    sims,
+    providers,
     db,
     temporal,
     workflows,
@@ -78,7 +111,14 @@ export async function startTestStack(opts: { worker?: boolean; env?: NodeJS.Proc
         connection: temporal.nativeConnection,
         namespace: temporal.namespace,
         taskQueue: temporal.taskQueue,
-        activities: createActivities({ db: db.pool, metrics }),
+        activities: createActivities({
+          db: db.pool,
+          metrics,
+          operations,
+          providers,
+          routeFor: () => route,
+          attempts: config.attempts,
+        }),
         workflowBundle: workflowBundle(),
       });
       running = worker.run();
@@ -94,9 +134,45 @@ export async function startTestStack(opts: { worker?: boolean; env?: NodeJS.Proc
       await app.close();
       await waiter.close();
       await temporal.close();
+      await sims.close();
       await db.drop();
     },
   };
   if (opts.worker !== false) await stack.startWorker();
   return stack;
 }
+
+/** Submits a support.reply intent as alice (or another key); returns the response. */
+export function submitReply(stack: TestStack, opts: { key?: string; message: string; ticketId?: string; apiKey?: string; wait?: number }) {
+  return stack.app.inject({
+    method: 'POST',
+    url: '/v1/jobs',
+    headers: {
+      ...auth(opts.apiKey ?? KEYS.alice),
+      'idempotency-key': opts.key ?? `key-${Math.random().toString(36).slice(2)}`,
+      ...(opts.wait ? { prefer: `wait=${opts.wait}` } : {}),
+    },
+    payload: { operation: 'support.reply', input: { ticketId: opts.ticketId ?? 'T-100', customerMessage: opts.message, channel: 'email' } },
+  });
+}
+
+/** The job as the API shows it to an operator. */
+export async function readJob(stack: TestStack, id: string): Promise<any> {
+  const response = await stack.app.inject({ method: 'GET', url: `/v1/jobs/${id}`, headers: auth(KEYS.operator) });
+  if (response.statusCode !== 200) throw new Error(`GET job ${id}: ${response.statusCode} ${response.body}`);
+  return response.json();
+}
+
+/** Polls the job until predicate holds; fails after timeoutMs with the job's last view. */
+export async function waitForJob(stack: TestStack, id: string, predicate: (job: any) => boolean, timeoutMs = 20_000): Promise<any> {
+  const deadline = Date.now() + timeoutMs;
+  let job = await readJob(stack, id);
+  while (!predicate(job)) {
+    if (Date.now() > deadline) throw new Error(`job ${id} did not reach the expected state in ${timeoutMs} ms: ${JSON.stringify(job, null, 1)}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    job = await readJob(stack, id);
+  }
+  return job;
+}
+
+export const isTerminalJob = (job: { status: string }): boolean => ['succeeded', 'failed', 'cancelled'].includes(job.status);

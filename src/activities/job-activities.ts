@@ -1,0 +1,49 @@
+import { isTerminal, JobStatus } from '../jobs/status';
+import { findLiveAttempt, listAttempts } from '../ledger/attempts';
+import { failJob, getJob, setJobProgress, type JobError } from '../ledger/jobs';
+import type { JobPlan } from '../temporal/contract';
+import type { ActivityDeps } from '.';
+
+export function createJobActivities(deps: ActivityDeps) {
+  const { db } = deps;
+  return {
+    /** Marks an accepted job running and reads what the workflow needs to drive it. */
+    async beginJob(jobId: string): Promise<JobPlan> {
+      const before = await getJob(db, jobId);
+      if (!before) throw new Error(`job ${jobId} is not in the ledger`);
+      if (before.status === JobStatus.accepted) await setJobProgress(db, jobId, JobStatus.running);
+      const job = (await getJob(db, jobId))!;
+      const attempts = await listAttempts(db, jobId);
+      const live = await findLiveAttempt(db, jobId);
+      const route = deps.routeFor(job.operation);
+      const last = attempts[attempts.length - 1];
+      const lastIndex = last ? route.findIndex((step) => step.provider === last.provider && step.model === last.model) : -1;
+      return {
+        status: job.status,
+        terminal: isTerminal(job.status),
+        operation: job.operation,
+        route,
+        maxAttempts: deps.attempts.maxAttempts,
+        attemptsMade: attempts.length,
+        nextRouteIndex: last && last.status !== 'unknown' && !live ? lastIndex + 1 : Math.max(lastIndex, 0),
+        attemptTimeoutMs: deps.attempts.timeoutMs,
+        heartbeatTimeoutMs: deps.attempts.heartbeatTimeoutMs,
+        reconcileIntervalMs: deps.attempts.reconcileIntervalMs,
+        backoffMs: deps.attempts.backoffMs,
+        ...(live ? { live: { attemptId: live.id, status: live.status, provider: live.provider } } : {}),
+      };
+    },
+
+    /** The job's status now. */
+    async jobStatus(jobId: string): Promise<{ status: JobStatus; terminal: boolean }> {
+      const job = await getJob(db, jobId);
+      if (!job) throw new Error(`job ${jobId} is not in the ledger`);
+      return { status: job.status, terminal: isTerminal(job.status) };
+    },
+
+    /** Ends the job as failed; a no-op when it is already terminal. */
+    async failJob(jobId: string, error: JobError): Promise<void> {
+      await failJob(db, jobId, error);
+    },
+  };
+}

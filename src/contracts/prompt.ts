@@ -1,0 +1,47 @@
+import { createHash } from 'node:crypto';
+import type { OperationDefinition } from '../operations/operation';
+import type { ChatMessage } from '../providers/types';
+
+/** A template that cannot be rendered for this input (an unfilled placeholder). */
+export class PromptRenderError extends Error {
+  override name = 'PromptRenderError';
+  constructor(readonly placeholders: string[]) {
+    super(`the prompt template has unfilled placeholders: ${placeholders.map((p) => `{{${p}}}`).join(', ')}`);
+  }
+}
+
+const PLACEHOLDER = /\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g;
+
+/**
+ * The hash of an operation's prompt template and output contract version: a
+ * provider verification holds only for the hash it was made with.
+ */
+export function templateHash(operation: Pick<OperationDefinition, 'prompt' | 'schemaVersion' | 'name'>): string {
+  const canonical = JSON.stringify([operation.name, operation.schemaVersion, operation.prompt.system, operation.prompt.user]);
+  return `sha256:${createHash('sha256').update(canonical).digest('hex')}`;
+}
+
+/**
+ * Renders the operation's prompt for an input: `{{field}}` takes the input's
+ * string value. Values are inserted once, never re-scanned, so a customer's
+ * text containing `{{x}}` is kept as text.
+ * @throws PromptRenderError naming every placeholder the input cannot fill.
+ */
+export function renderPrompt(operation: Pick<OperationDefinition, 'prompt'>, input: Record<string, unknown>): ChatMessage[] {
+  const missing = new Set<string>();
+  const fill = (template: string): string =>
+    template.replace(PLACEHOLDER, (_match, name: string) => {
+      const value = input[name];
+      if (value === undefined || value === null || typeof value === 'object') {
+        missing.add(name);
+        return '';
+      }
+      return String(value);
+    });
+  const messages: ChatMessage[] = [
+    { role: 'system', content: fill(operation.prompt.system) },
+    { role: 'user', content: fill(operation.prompt.user) },
+  ];
+  if (missing.size > 0) throw new PromptRenderError([...missing]);
+  return messages;
+}
