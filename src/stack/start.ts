@@ -10,6 +10,7 @@ import { loadConfig, parseApiKeys, type OnceflowConfig } from '../config';
 import { migrate } from '../db/migrate';
 import { assertReachable, createPool, redactUrl } from '../db/pool';
 import { simStackOptionsFromEnv, startSimStack } from '../sim/main';
+import { createMetrics } from '../metrics/metrics';
 import { runMain } from './main-helpers';
 import { dataDir } from './paths';
 import { startEmbeddedPostgres } from './postgres';
@@ -78,9 +79,11 @@ async function start(stops: Array<() => Promise<void>>, stopAll: () => Promise<v
   const applied = await migrate(db);
   if (applied.length) log(`migrations applied: ${applied.join(', ')}`);
 
-  const worker = await startWorker(config, db);
+  // One process here: the API's /metrics also shows the worker's counters.
+  const metrics = createMetrics({ defaultMetrics: true });
+  const worker = await startWorker(config, db, metrics);
   stops.push(worker.close);
-  const api = await startApi(config, db);
+  const api = await startApi(config, db, metrics);
   stops.push(api.close);
 
   log('ready');

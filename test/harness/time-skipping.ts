@@ -19,7 +19,8 @@ export interface TimeSkippingStack {
   sims: SimStack;
   metrics: Metrics;
   taskQueue: string;
-  worker: Worker;
+  /** Runs fn with a fresh worker polling the task queue (one worker per test). */
+  withWorker<T>(fn: () => Promise<T>): Promise<T>;
   /** Admits a support.reply job and starts its workflow; returns its ids. */
   startJob(message: string): Promise<{ jobId: string; workflowId: string }>;
   close(): Promise<void>;
@@ -33,11 +34,7 @@ export async function startTimeSkippingStack(attempts: Partial<AttemptSettings> 
   const [env, db, sims] = await Promise.all([createTimeSkippingEnv(), createTestDatabase(), startSimStack()]);
   const metrics = createMetrics();
   const taskQueue = `ts-${randomUUID()}`;
-  const worker = await Worker.create({
-    connection: env.nativeConnection,
-    taskQueue,
-    workflowBundle: workflowBundle(),
-    activities: createActivities({
+  const activities = createActivities({
       db: db.pool,
       metrics,
       operations: createRegistry(),
@@ -50,7 +47,6 @@ export async function startTimeSkippingStack(attempts: Partial<AttemptSettings> 
         { provider: sims.backup.name, model: 'sim-large' },
       ],
       attempts: { timeoutMs: 1_000, heartbeatTimeoutMs: 5_000, reconcileIntervalMs: 10 * 60_000, maxAttempts: 3, backoffMs: 100, ...attempts },
-    }),
   });
   return {
     env,
@@ -58,7 +54,10 @@ export async function startTimeSkippingStack(attempts: Partial<AttemptSettings> 
     sims,
     metrics,
     taskQueue,
-    worker,
+    async withWorker(fn) {
+      const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: workflowBundle(), activities });
+      return worker.runUntil(fn);
+    },
     async startJob(message) {
       const scope = { principalId: 'alice', operation: 'support.reply', idempotencyKey: randomUUID() };
       const input = { ticketId: 'T-9', customerMessage: message, channel: 'chat' };

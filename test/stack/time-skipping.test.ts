@@ -13,7 +13,7 @@ describe('the stack on the time-skipping test server', () => {
     const { jobId, workflowId } = await stack.startJob('hello');
 
     // Act
-    const status = await stack.worker.runUntil(stack.env.client.workflow.getHandle(workflowId).result());
+    const status = await stack.withWorker(() => stack.env.client.workflow.getHandle(workflowId).result());
 
     // Assert
     expect(status).toBe('succeeded');
