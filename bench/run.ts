@@ -32,7 +32,8 @@ import { createWorker } from '../src/worker/worker';
 import { load, type LoadResult } from './load';
 import { loadConfig } from '../src/config';
 import { createRegistry } from '../src/operations/registry';
-import { createOpenAiCompatibleProvider } from '../src/providers/openai-compatible';
+import { createSimProviders, SIM_ROUTE } from '../src/sim/providers';
+import { buildActivityDeps } from '../src/worker/activity-deps';
 import { startSimStack } from '../src/sim/stack';
 
 const BENCH_KEY = 'k_bench';
@@ -87,19 +88,20 @@ async function main(): Promise<void> {
     const nativeConnection = await NativeConnection.connect({ address: temporal.address });
     const sims = await startSimStack();
     stops.push(() => sims.close());
-    const config = loadConfig(env);
     const worker = await createWorker({
       connection: nativeConnection,
       namespace: temporal.namespace,
       taskQueue: TASK_QUEUE,
-      activities: createActivities({
-        db,
-        metrics: createMetrics(),
-        operations: createRegistry(),
-        providers: new Map([[sims.primary.name, createOpenAiCompatibleProvider({ name: sims.primary.name, baseUrl: sims.primary.url, lookup: true })]]),
-        routeFor: () => [{ provider: sims.primary.name, model: 'sim-small' }],
-        attempts: config.attempts,
-      }),
+      activities: createActivities(
+        buildActivityDeps({
+          db,
+          metrics: createMetrics(),
+          config: loadConfig({ ...env, ONCEFLOW_MESSAGES_URL: sims.downstream.url }),
+          operations: createRegistry(),
+          providers: createSimProviders({ primary: sims.primary.url, backup: sims.backup.url }),
+          routeFor: () => SIM_ROUTE,
+        }),
+      ),
     });
     const replayKey = `replay-${randomUUID()}`;
     const seeded = await worker.runUntil(async () => {

@@ -35,6 +35,19 @@ export interface OnceflowConfig {
     maxAttempts: number;
     backoffMs: number;
   };
+  effects: {
+    /** How long a claim is held before another owner may take it over (and a performEffect's budget). */
+    leaseMs: number;
+    /** One downstream call's budget. */
+    callTimeoutMs: number;
+    maxTries: number;
+    backoffMs: number;
+    messagesUrl: string;
+    /** The messaging service deduplicates by Idempotency-Key (a repeat is then safe). */
+    messagesDeduplicate: boolean;
+    webhookUrl?: string;
+    webhookDeduplicates: boolean;
+  };
   providersFile?: string;
   retentionDays: number;
   logLevel: string;
@@ -98,8 +111,25 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): OnceflowConfig
       maxAttempts: int(env, 'ONCEFLOW_MAX_ATTEMPTS', 3, 1, 20),
       backoffMs: int(env, 'ONCEFLOW_ATTEMPT_BACKOFF_MS', 1_000, 0),
     },
+    effects: effectsConfig(env),
     providersFile: env.ONCEFLOW_PROVIDERS_FILE || undefined,
     retentionDays: int(env, 'ONCEFLOW_RETENTION_DAYS', 30, 1),
     logLevel: env.LOG_LEVEL ?? 'info',
+  };
+}
+
+function effectsConfig(env: NodeJS.ProcessEnv): OnceflowConfig['effects'] {
+  const leaseMs = int(env, 'ONCEFLOW_EFFECT_LEASE_MS', 60_000, 200);
+  const callTimeoutMs = int(env, 'ONCEFLOW_EFFECT_CALL_TIMEOUT_MS', Math.min(10_000, Math.floor(leaseMs / 4)), 50);
+  if (callTimeoutMs >= leaseMs) throw new ConfigError('ONCEFLOW_EFFECT_CALL_TIMEOUT_MS must be shorter than ONCEFLOW_EFFECT_LEASE_MS');
+  return {
+    leaseMs,
+    callTimeoutMs,
+    maxTries: int(env, 'ONCEFLOW_EFFECT_MAX_TRIES', 3, 1, 20),
+    backoffMs: int(env, 'ONCEFLOW_EFFECT_BACKOFF_MS', 500, 0),
+    messagesUrl: (env.ONCEFLOW_MESSAGES_URL ?? 'http://127.0.0.1:7310').replace(/\/$/, ''),
+    messagesDeduplicate: env.ONCEFLOW_MESSAGES_DEDUPLICATE === '1',
+    webhookUrl: env.ONCEFLOW_WEBHOOK_URL || undefined,
+    webhookDeduplicates: env.ONCEFLOW_WEBHOOK_DEDUPLICATES === '1',
   };
 }

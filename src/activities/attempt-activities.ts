@@ -46,7 +46,8 @@ export function createAttemptActivities(deps: ActivityDeps) {
       return outcomeOf(attempt.id);
     }
     void raw;
-    const committed = await commitAttemptResult(db, attempt.id, check.output);
+    // With effects to run, the job is not done yet: its result waits for their receipts.
+    const committed = await commitAttemptResult(db, attempt.id, check.output, { terminal: !operation.effects?.length });
     if (committed === 'discarded') metrics.lateResultsDiscarded.inc({ operation: operationName, provider: attempt.provider });
     metrics.attemptOutcomes.inc({ operation: operationName, provider: attempt.provider, status: committed, class: '' });
     return outcomeOf(attempt.id);
@@ -107,8 +108,9 @@ export function createAttemptActivities(deps: ActivityDeps) {
 
       const context = Context.current();
       const beat = setInterval(() => context.heartbeat(), Math.max(200, Math.floor(deps.attempts.heartbeatTimeoutMs / 3)));
+      let answer;
       try {
-        const answer = await provider.complete({
+        answer = await provider.complete({
           model: attempt.model,
           messages,
           requestId: attemptId,
@@ -116,15 +118,16 @@ export function createAttemptActivities(deps: ActivityDeps) {
           temperature: 0,
           signal: context.cancellationSignal,
         });
-        return await settleAnswer(attempt, job.operation, answer.content, answer.raw);
       } catch (err) {
         // Anything we cannot classify may have executed: unknown, never failed.
         const failure: CallFailure =
           err instanceof ProviderCallError ? err.failure : { outcome: 'unknown', class: 'connection_lost', detail: (err as Error).message ?? String(err) };
-        return recordFailure(attempt, job.operation, failure);
+        return await recordFailure(attempt, job.operation, failure);
       } finally {
         clearInterval(beat);
       }
+      // A ledger error from here on fails this activity; the workflow then asks the ledger (attemptTimedOut).
+      return settleAnswer(attempt, job.operation, answer.content, answer.raw);
     },
 
     /**

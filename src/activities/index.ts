@@ -5,6 +5,8 @@ import type { ProviderAdapter } from '../providers/types';
 import type { RouteStep } from '../temporal/contract';
 import { createAttemptActivities } from './attempt-activities';
 import { createJobActivities } from './job-activities';
+import { createEffectActivities } from './effect-activities';
+import type { EffectRunner } from '../effects/runner';
 
 export interface Clock {
   now(): Date;
@@ -28,12 +30,16 @@ export interface ActivityDeps {
   /** The provider route of an operation, in failover order. */
   routeFor(operation: string): RouteStep[];
   attempts: AttemptSettings;
+  /** Runs effects through the ledger (claim, perform, settle, recover). */
+  effects: EffectRunner;
+  /** How long one performEffect or recoverEffect may run. */
+  effectTimeoutMs: number;
   clock?: Clock;
 }
 
 /** Builds the activities from their dependencies; nothing here is a module-level singleton. */
 export function createActivities(deps: ActivityDeps) {
-  return { ...createJobActivities(deps), ...createAttemptActivities(deps) };
+  return { ...createJobActivities(deps), ...createAttemptActivities(deps), ...createEffectActivities(deps) };
 }
 
 export type Activities = ReturnType<typeof createActivities>;

@@ -30,15 +30,17 @@ export function createJobActivities(deps: ActivityDeps) {
         heartbeatTimeoutMs: deps.attempts.heartbeatTimeoutMs,
         reconcileIntervalMs: deps.attempts.reconcileIntervalMs,
         backoffMs: deps.attempts.backoffMs,
+        effects: deps.operations.get(job.operation)?.effects ?? [],
+        effectTimeoutMs: deps.effectTimeoutMs,
         ...(live ? { live: { attemptId: live.id, status: live.status, provider: live.provider } } : {}),
       };
     },
 
     /** The job's status now. */
-    async jobStatus(jobId: string): Promise<{ status: JobStatus; terminal: boolean }> {
+    async jobStatus(jobId: string): Promise<{ status: JobStatus; terminal: boolean; hasWinner: boolean }> {
       const job = await getJob(db, jobId);
       if (!job) throw new Error(`job ${jobId} is not in the ledger`);
-      return { status: job.status, terminal: isTerminal(job.status) };
+      return { status: job.status, terminal: isTerminal(job.status), hasWinner: job.completedBy !== null };
     },
 
     /** Ends the job as failed; a no-op when it is already terminal. */

@@ -222,8 +222,11 @@ export async function registerJobCommandRoutes(app: FastifyInstance, deps: ApiDe
       const details = UUID.test(request.params.id) ? await loadJobDetailsById(db, request.params.id) : undefined;
       if (!details || !visibleTo(principal, details.job)) throw notFound();
       const cancelled = await cancelJob(db, details.job.id, { by: principal.label, reason: request.body?.reason });
-      if (!cancelled) {
-        throw new ProblemError(409, ProblemType.conflict, 'Job is terminal', `job ${details.job.id} is already ${details.job.status === 'cancelled' ? 'cancelled' : details.job.status}`);
+      if (cancelled === 'terminal') {
+        throw new ProblemError(409, ProblemType.conflict, 'Job is terminal', `job ${details.job.id} is already ${details.job.status}`);
+      }
+      if (cancelled === 'effects_started') {
+        throw new ProblemError(409, ProblemType.conflict, 'Side effects started', `job ${details.job.id} has claimed a side effect; it can no longer be cancelled`);
       }
       metrics.jobsCancelled.inc({ operation: details.job.operation });
       await wake(details.job.workflowId, request.log);

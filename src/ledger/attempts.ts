@@ -154,24 +154,27 @@ export type CommitOutcome = 'succeeded' | 'discarded';
  * Offers an attempt's output to its job's result slot. It enters only by
  * compare-and-swap on the version the attempt opened with (invariant 5);
  * otherwise the output is dropped, the attempt is `discarded` and the race is
- * recorded.
+ * recorded. With `terminal`, the output is the job's result at once; without
+ * (the operation has effects), it waits in jobs.output until they settle.
  */
-export async function commitAttemptResult(db: Pool, attemptId: string, output: unknown): Promise<CommitOutcome> {
+export async function commitAttemptResult(db: Pool, attemptId: string, output: unknown, opts: { terminal: boolean }): Promise<CommitOutcome> {
   return inTransaction(db, async (tx) => {
     const attempt = await lockAttempt(tx, attemptId);
     if (attempt.status === AttemptStatus.succeeded || attempt.status === AttemptStatus.discarded) return attempt.status;
     // Invariant 5: one winner. Any change since the attempt opened (another
     // result, a resolution, a cancellation) makes this update miss.
     const won = await tx.query(
-      `UPDATE jobs SET status = 'succeeded', result = $3, completed_by = $2, version = version + 1,
-              terminal_at = now(), updated_at = now()
+      `UPDATE jobs SET output = $3::jsonb, completed_by = $2, version = version + 1, updated_at = now(),
+              status = CASE WHEN $5::boolean THEN 'succeeded' ELSE 'running' END,
+              result = CASE WHEN $5::boolean THEN $3::jsonb ELSE NULL END,
+              terminal_at = CASE WHEN $5::boolean THEN now() ELSE NULL END
        WHERE id = $1 AND version = $4 AND completed_by IS NULL`,
-      [attempt.jobId, attempt.id, JSON.stringify(output), attempt.jobVersion],
+      [attempt.jobId, attempt.id, JSON.stringify(output), attempt.jobVersion, opts.terminal],
     );
     if (won.rowCount === 1) {
       await tx.query(`UPDATE attempts SET status = 'succeeded', ended_at = now() WHERE id = $1`, [attempt.id]);
       await appendEvent(tx, attempt.jobId, JobEventType.attemptSucceeded, { attemptId: attempt.id, provider: attempt.provider });
-      await appendEvent(tx, attempt.jobId, JobEventType.succeeded, { attemptId: attempt.id });
+      if (opts.terminal) await appendEvent(tx, attempt.jobId, JobEventType.succeeded, { attemptId: attempt.id });
       return 'succeeded';
     }
     const { rows } = await tx.query<{ completed_by: string | null; status: string }>('SELECT completed_by, status FROM jobs WHERE id = $1', [attempt.jobId]);

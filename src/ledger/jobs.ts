@@ -44,7 +44,7 @@ interface JobRow {
  * not pay for parsing it.
  */
 export const JOB_COLUMNS = `id, principal_id, operation, idempotency_key, request_digest, schema_version, status, result, error,
-  version, workflow_id, created_at, updated_at, terminal_at`;
+  version, completed_by, workflow_id, created_at, updated_at, terminal_at`;
 
 export function toJobRecord(row: JobRow): JobRecord {
   return {
@@ -178,22 +178,49 @@ export async function failJob(db: Queryable, jobId: string, error: JobError): Pr
   return Boolean(rowCount);
 }
 
+export type CancelOutcome = 'cancelled' | 'terminal' | 'effects_started';
+
 /**
  * Cancels a job that is not terminal. An attempt in flight is not killed: the
  * version bump makes its late result lose the compare-and-swap. An attempt
- * opened but not yet sent is cancelled with the job.
- * @returns false when the job was already terminal.
+ * opened but not yet sent is cancelled with the job. Once a side effect has
+ * been claimed, the job can no longer be cancelled: the effect may be out.
  */
-export async function cancelJob(db: Pool, jobId: string, cancellation: { by: string; reason?: string }): Promise<boolean> {
+export async function cancelJob(db: Pool, jobId: string, cancellation: { by: string; reason?: string }): Promise<CancelOutcome> {
   return inTransaction(db, async (tx) => {
+    // Not after an effect was claimed: cancelling could not take it back.
     const { rowCount } = await tx.query(
       `UPDATE jobs SET status = 'cancelled', version = version + 1, terminal_at = now(), updated_at = now()
-       WHERE id = $1 AND terminal_at IS NULL`,
+       WHERE id = $1 AND terminal_at IS NULL AND NOT EXISTS (SELECT 1 FROM effects WHERE job_id = $1)`,
       [jobId],
     );
-    if (!rowCount) return false;
+    if (!rowCount) {
+      const { rows } = await tx.query<{ terminal: boolean }>('SELECT terminal_at IS NOT NULL AS terminal FROM jobs WHERE id = $1', [jobId]);
+      return rows[0]?.terminal === false ? 'effects_started' : 'terminal';
+    }
     await tx.query(`UPDATE attempts SET status = 'cancelled', ended_at = now() WHERE job_id = $1 AND status = 'starting'`, [jobId]);
     await appendEvent(tx, jobId, JobEventType.cancelled, { by: cancellation.by, ...(cancellation.reason ? { reason: cancellation.reason } : {}) });
-    return true;
+    return 'cancelled';
   });
+}
+
+/** The winning attempt's output, or undefined before there is a winner. */
+export async function getJobOutput(db: Queryable, id: string): Promise<unknown> {
+  const { rows } = await db.query<{ output: unknown }>('SELECT output FROM jobs WHERE id = $1', [id]);
+  return rows[0]?.output ?? undefined;
+}
+
+/**
+ * The job's terminal write after its effects settled: the result is the
+ * output with the receipts, written before anyone is told (invariant 7).
+ * @returns false when the job was already terminal or has no winner.
+ */
+export async function settleJob(db: Queryable, jobId: string, result: unknown): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE jobs SET status = 'succeeded', result = $2, version = version + 1, terminal_at = now(), updated_at = now()
+     WHERE id = $1 AND terminal_at IS NULL AND completed_by IS NOT NULL`,
+    [jobId, JSON.stringify(result)],
+  );
+  if (rowCount) await appendEvent(db, jobId, JobEventType.succeeded, {});
+  return Boolean(rowCount);
 }

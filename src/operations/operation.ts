@@ -24,6 +24,13 @@ export interface OperationDefinition<I extends TObject = TObject, O extends TObj
    */
   businessChecks?(output: Static<O>): string[];
   prompt: { system: string; user: string };
+  /** Side effects run after the AI step, in order, each through the effect ledger. */
+  effects?: string[];
+  /**
+   * The job's result from the winning output and the effects' receipts (by
+   * effect name). Without it, the result is the output itself.
+   */
+  finalize?(output: Static<O>, receipts: Record<string, Record<string, unknown>>): unknown;
   /** Provider names in failover order. */
   defaultRoute: string[];
   /** Example input, used by the docs and the demo. */

@@ -34,6 +34,9 @@ export const supportReply = {
     if (/\{\{[^}]*\}\}/.test(output.reply)) violations.push('reply contains an unfilled template placeholder');
     return violations;
   },
+  // The reply is sent to the customer once: the message is the job's side effect.
+  effects: ['message.send'],
+  finalize: (output, receipts) => ({ ...output, messageId: receipts['message.send']?.messageId }),
   prompt: {
     system:
       'You are a support agent. Answer with one JSON object and nothing else: ' +

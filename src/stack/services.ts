@@ -8,6 +8,7 @@ import type { OnceflowConfig } from '../config';
 import { createMetrics, type Metrics } from '../metrics/metrics';
 import { createRegistry } from '../operations/registry';
 import { createWorker } from '../worker/worker';
+import { buildActivityDeps } from '../worker/activity-deps';
 import type { OperationRegistry } from '../operations/registry';
 import { createProviders, DEFAULT_PROVIDERS_YAML, loadProvidersConfig, parseProvidersConfig, routeFor } from '../providers/config';
 
@@ -111,7 +112,7 @@ export async function startWorker(config: OnceflowConfig, db: Pool, metrics: Met
     connection,
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
-    activities: createActivities({ db, metrics, operations, providers, routeFor: route, attempts: config.attempts }),
+    activities: createActivities(buildActivityDeps({ db, metrics, config, operations, providers, routeFor: route })),
   });
   const running = worker.run();
   return {

@@ -47,6 +47,10 @@ export interface JobPlan {
   heartbeatTimeoutMs: number;
   reconcileIntervalMs: number;
   backoffMs: number;
+  /** The operation's side effects, in order. */
+  effects: string[];
+  /** How long a performEffect may run before Temporal gives up on it. */
+  effectTimeoutMs: number;
   /** An attempt left live by an earlier run of this workflow. */
   live?: { attemptId: string; status: string; provider: string };
 }
@@ -63,3 +67,9 @@ export interface AttemptOutcome {
 
 /** How the next attempt relates to the previous one (for metrics and events). */
 export type AttemptKind = 'first' | 'retry' | 'fallback';
+
+/** Where an effect stands, as the workflow sees it. */
+export interface EffectStateView {
+  status: 'pending' | 'succeeded' | 'failed' | 'needs_review' | 'absent';
+  leaseRemainingMs: number;
+}

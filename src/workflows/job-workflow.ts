@@ -1,6 +1,6 @@
-import { ActivityFailure, condition, proxyActivities, setHandler, sleep, TimeoutFailure, upsertSearchAttributes } from '@temporalio/workflow';
+import { ActivityFailure, condition, proxyActivities, setHandler, sleep, upsertSearchAttributes } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { jobChangedSignal, searchAttributes, type AttemptKind, type AttemptOutcome, type JobWorkflowInput } from '../temporal/contract';
+import { jobChangedSignal, searchAttributes, type AttemptKind, type AttemptOutcome, type EffectStateView, type JobWorkflowInput } from '../temporal/contract';
 
 // Ledger activities are idempotent by their WHERE clauses, so retrying them is safe.
 const ledger = proxyActivities<Activities>({
@@ -45,8 +45,9 @@ export async function jobWorkflow(input: JobWorkflowInput): Promise<string> {
     try {
       return await provider.callProvider(attemptId);
     } catch (err) {
-      // The activity timed out or its worker was lost: the ledger decides what that means.
-      if (err instanceof ActivityFailure && err.cause instanceof TimeoutFailure) return ledger.attemptTimedOut(attemptId);
+      // It timed out, its worker was lost, or it failed after sending: the
+      // ledger decides what that means (not sent → failed; sent → unknown).
+      if (err instanceof ActivityFailure) return ledger.attemptTimedOut(attemptId);
       throw err;
     }
   }
@@ -115,7 +116,49 @@ export async function jobWorkflow(input: JobWorkflowInput): Promise<string> {
     }
   }
 
+  await runEffects();
   const final = await ledger.jobStatus(jobId);
   setStatus(final.status);
   return final.status;
+
+  /**
+   * The job's side effects, each claimed before it happens and settled with a
+   * receipt; a stale claim is recovered once its lease runs out; an effect in
+   * review waits for an operator. Then the terminal write.
+   */
+  async function runEffects(): Promise<void> {
+    const now = await ledger.jobStatus(jobId);
+    if (now.terminal || !now.hasWinner || plan.effects.length === 0) return;
+    const effects = proxyActivities<Activities>({
+      startToCloseTimeout: plan.effectTimeoutMs,
+      heartbeatTimeout: plan.heartbeatTimeoutMs,
+      // No hidden retries of a side effect: a lost try is recovered through the ledger.
+      retry: { maximumAttempts: 1 },
+    });
+    const tolerant = async (run: () => Promise<EffectStateView>, name: string): Promise<EffectStateView> => {
+      try {
+        return await run();
+      } catch (err) {
+        if (err instanceof ActivityFailure) return ledger.inspectEffect({ jobId, name });
+        throw err;
+      }
+    };
+    for (const name of plan.effects) {
+      let state = await tolerant(() => effects.performEffect({ jobId, name }), name);
+      while (state.status !== 'succeeded' && state.status !== 'failed') {
+        if (state.status === 'needs_review') {
+          setStatus('needs_review');
+          changed = false;
+          await condition(() => changed);
+          state = await ledger.inspectEffect({ jobId, name });
+        } else {
+          // Pending under a lease (ours, ambiguous; or a lost owner's): recover once it runs out.
+          await sleep(Math.max(100, state.leaseRemainingMs + 50));
+          state = await tolerant(() => effects.recoverEffect({ jobId, name }), name);
+        }
+      }
+      if (state.status === 'failed') break;
+    }
+    await ledger.finishJob(jobId);
+  }
 }

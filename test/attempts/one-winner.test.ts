@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createActivities } from '../../src/activities';
 import { createRegistry } from '../../src/operations/registry';
+import { loadConfig } from '../../src/config';
+import { buildActivityDeps } from '../../src/worker/activity-deps';
 import { listAttempts, markAttemptUnknown, openAttempt } from '../../src/ledger/attempts';
 import { auth, isTerminalJob, KEYS, readJob, startTestStack, submitReply, waitForJob, type TestStack } from '../harness/stack';
 
@@ -13,14 +15,16 @@ describe('one winner (invariants 3 and 5)', () => {
   afterAll(() => stack.close());
 
   const activities = () =>
-    createActivities({
-      db: stack.db.pool,
-      metrics: stack.metrics,
-      operations: createRegistry(),
-      providers: stack.providers,
-      routeFor: () => [],
-      attempts: { timeoutMs: 10_000, heartbeatTimeoutMs: 5_000, reconcileIntervalMs: 500, maxAttempts: 3, backoffMs: 50 },
-    });
+    createActivities(
+      buildActivityDeps({
+        db: stack.db.pool,
+        metrics: stack.metrics,
+        config: loadConfig({ ONCEFLOW_ATTEMPT_TIMEOUT_MS: '10000', ONCEFLOW_MESSAGES_URL: stack.sims.downstream.url }),
+        operations: createRegistry(),
+        providers: stack.providers,
+        routeFor: () => [],
+      }),
+    );
 
   it('rejects a second live attempt in the database, even when inserted directly', async () => {
     // Arrange

@@ -28,8 +28,8 @@ describe('attempt outcomes', () => {
     expect(job.status).toBe('succeeded');
     expect(job.attempts).toHaveLength(1);
     expect(job.attempts[0]).toMatchObject({ seq: 1, provider: 'sim-primary', model: 'sim-small', status: 'succeeded' });
-    expect(job.result).toEqual({ reply: expect.stringContaining('sim-primary'), escalate: false });
-    expect(eventTypes(job)).toEqual(['job.created', 'job.running', 'attempt.opened', 'attempt.succeeded', 'job.succeeded']);
+    expect(job.result).toEqual({ reply: expect.stringContaining('sim-primary'), escalate: false, messageId: expect.stringMatching(/^msg_/) });
+    expect(eventTypes(job)).toEqual(['job.created', 'job.running', 'attempt.opened', 'attempt.succeeded', 'effect.claimed', 'effect.settled', 'job.succeeded']);
   });
 
   it('sends the attempt id as the provider request id', async () => {

@@ -8,7 +8,8 @@ import { createRegistry, type OperationRegistry } from '../../src/operations/reg
 import type { WorkflowTarget } from '../../src/temporal/starter';
 import type { RouteStep } from '../../src/temporal/contract';
 import { createWorker } from '../../src/worker/worker';
-import { createOpenAiCompatibleProvider } from '../../src/providers/openai-compatible';
+import { createSimProviders, SIM_ROUTE } from '../../src/sim/providers';
+import { buildActivityDeps } from '../../src/worker/activity-deps';
 import type { ProviderAdapter } from '../../src/providers/types';
 import { startSimStack, type SimStack } from '../../src/sim/stack';
 import { createTestDatabase, type TestDatabase } from './database';
@@ -55,21 +56,19 @@ export async function startTestStack(opts: TestStackOptions = {}): Promise<TestS
   const db = await createTestDatabase();
   const temporal = await connectDevTemporal();
   const sims = await startSimStack();
-  const providers = new Map<string, ProviderAdapter>([
-    [sims.primary.name, createOpenAiCompatibleProvider({ name: sims.primary.name, baseUrl: sims.primary.url, lookup: true })],
-    [sims.backup.name, createOpenAiCompatibleProvider({ name: sims.backup.name, baseUrl: sims.backup.url, lookup: true })],
-    ...(opts.extraProviders ?? []).map((provider) => [provider.name, provider] as const),
-  ]);
-  const route = opts.route ?? [
-    { provider: sims.primary.name, model: 'sim-small' },
-    { provider: sims.backup.name, model: 'sim-large' },
-  ];
+  const providers = createSimProviders({ primary: sims.primary.url, backup: sims.backup.url });
+  for (const provider of opts.extraProviders ?? []) providers.set(provider.name, provider);
+  const route = opts.route ?? SIM_ROUTE;
   const config = loadConfig({
     ONCEFLOW_RATE_LIMIT_PER_MINUTE: '100000',
     ONCEFLOW_ATTEMPT_TIMEOUT_MS: '2000',
     ONCEFLOW_HEARTBEAT_TIMEOUT_MS: '1000',
     ONCEFLOW_RECONCILE_INTERVAL_MS: '500',
     ONCEFLOW_ATTEMPT_BACKOFF_MS: '50',
+    ONCEFLOW_EFFECT_LEASE_MS: '1500',
+    ONCEFLOW_EFFECT_CALL_TIMEOUT_MS: '500',
+    ONCEFLOW_EFFECT_BACKOFF_MS: '50',
+    ONCEFLOW_MESSAGES_URL: sims.downstream.url,
     ...opts.env,
     TEMPORAL_NAMESPACE: temporal.namespace,
     ONCEFLOW_TASK_QUEUE: temporal.taskQueue,
@@ -111,14 +110,7 @@ export async function startTestStack(opts: TestStackOptions = {}): Promise<TestS
         connection: temporal.nativeConnection,
         namespace: temporal.namespace,
         taskQueue: temporal.taskQueue,
-        activities: createActivities({
-          db: db.pool,
-          metrics,
-          operations,
-          providers,
-          routeFor: () => route,
-          attempts: config.attempts,
-        }),
+        activities: createActivities(buildActivityDeps({ db: db.pool, metrics, config, operations, providers, routeFor: () => route })),
         workflowBundle: workflowBundle(),
       });
       running = worker.run();

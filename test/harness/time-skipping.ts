@@ -1,13 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
-import { createActivities, type AttemptSettings } from '../../src/activities';
+import { createActivities } from '../../src/activities';
 import { requestDigest } from '../../src/jobs/digest';
 import { jobWorkflowId } from '../../src/jobs/scope';
 import { admitJob } from '../../src/ledger/jobs';
 import { createMetrics, type Metrics } from '../../src/metrics/metrics';
 import { createRegistry } from '../../src/operations/registry';
-import { createOpenAiCompatibleProvider } from '../../src/providers/openai-compatible';
+import { createSimProviders, SIM_ROUTE } from '../../src/sim/providers';
+import { buildActivityDeps } from '../../src/worker/activity-deps';
+import { loadConfig } from '../../src/config';
 import { startSimStack, type SimStack } from '../../src/sim/stack';
 import { JOB_WORKFLOW, type JobWorkflowInput } from '../../src/temporal/contract';
 import { createTestDatabase, type TestDatabase } from './database';
@@ -30,24 +32,30 @@ export interface TimeSkippingStack {
  * The real ledger, the real simulators and the real activities, on Temporal's
  * time-skipping test server: timers of hours pass in milliseconds.
  */
-export async function startTimeSkippingStack(attempts: Partial<AttemptSettings> = {}): Promise<TimeSkippingStack> {
+export async function startTimeSkippingStack(settings: NodeJS.ProcessEnv = {}): Promise<TimeSkippingStack> {
   const [env, db, sims] = await Promise.all([createTimeSkippingEnv(), createTestDatabase(), startSimStack()]);
   const metrics = createMetrics();
   const taskQueue = `ts-${randomUUID()}`;
-  const activities = createActivities({
+  const config = loadConfig({
+    ONCEFLOW_ATTEMPT_TIMEOUT_MS: '1000',
+    ONCEFLOW_HEARTBEAT_TIMEOUT_MS: '5000',
+    ONCEFLOW_RECONCILE_INTERVAL_MS: String(10 * 60_000),
+    ONCEFLOW_ATTEMPT_BACKOFF_MS: '100',
+    ONCEFLOW_EFFECT_LEASE_MS: '2000',
+    ONCEFLOW_EFFECT_CALL_TIMEOUT_MS: '500',
+    ONCEFLOW_MESSAGES_URL: sims.downstream.url,
+    ...settings,
+  });
+  const activities = createActivities(
+    buildActivityDeps({
       db: db.pool,
       metrics,
+      config,
       operations: createRegistry(),
-      providers: new Map([
-        [sims.primary.name, createOpenAiCompatibleProvider({ name: sims.primary.name, baseUrl: sims.primary.url, lookup: true })],
-        [sims.backup.name, createOpenAiCompatibleProvider({ name: sims.backup.name, baseUrl: sims.backup.url, lookup: true })],
-      ]),
-      routeFor: () => [
-        { provider: sims.primary.name, model: 'sim-small' },
-        { provider: sims.backup.name, model: 'sim-large' },
-      ],
-      attempts: { timeoutMs: 1_000, heartbeatTimeoutMs: 5_000, reconcileIntervalMs: 10 * 60_000, maxAttempts: 3, backoffMs: 100, ...attempts },
-  });
+      providers: createSimProviders({ primary: sims.primary.url, backup: sims.backup.url }),
+      routeFor: () => SIM_ROUTE,
+    }),
+  );
   return {
     env,
     db,

@@ -1,0 +1,66 @@
+import { classifyDownstreamStatus, classifyTransportFailure } from './http-outcome';
+import type { EffectAdapter, EffectContext, LookupResult, PerformResult } from './types';
+
+export interface MessageSendOptions {
+  /** Base URL of the messaging service, e.g. http://127.0.0.1:7310 */
+  baseUrl: string;
+  /** The service deduplicates by Idempotency-Key, so a repeat is harmless. */
+  deduplicates: boolean;
+  timeoutMs: number;
+}
+
+/**
+ * `message.send`: the reply of support.reply, sent on the ticket's channel.
+ * Receipt: the service's messageId. Lookup: GET /v1/messages/by-key/{key}.
+ */
+export function createMessageSend(options: MessageSendOptions): EffectAdapter {
+  const base = options.baseUrl.replace(/\/$/, '');
+  return {
+    name: 'message.send',
+    repeatSafe: options.deduplicates,
+
+    async perform(context: EffectContext): Promise<PerformResult> {
+      const body = JSON.stringify({
+        ticketId: String(context.input.ticketId),
+        channel: String(context.input.channel),
+        text: String(context.output.reply),
+      });
+      let response: Response;
+      try {
+        response = await fetch(`${base}/v1/messages`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'idempotency-key': context.key },
+          body,
+          signal: AbortSignal.any([AbortSignal.timeout(options.timeoutMs), ...(context.signal ? [context.signal] : [])]),
+        });
+      } catch (err) {
+        return classifyTransportFailure(err);
+      }
+      if (response.status !== 200 && response.status !== 201) {
+        await response.body?.cancel();
+        return classifyDownstreamStatus(response.status, response.headers.get('retry-after'));
+      }
+      let receipt: { messageId?: unknown };
+      try {
+        receipt = (await response.json()) as { messageId?: unknown };
+      } catch (err) {
+        // It said yes, but the answer broke off: it happened, the receipt must be looked up.
+        return { kind: 'ambiguous', class: 'connection_lost', detail: `the answer was cut: ${(err as Error).message}` };
+      }
+      if (typeof receipt.messageId !== 'string') return { kind: 'ambiguous', class: 'bad_receipt', detail: 'the answer carried no messageId' };
+      return { kind: 'done', receipt: { messageId: receipt.messageId } };
+    },
+
+    async lookup(key: string): Promise<LookupResult> {
+      const response = await fetch(`${base}/v1/messages/by-key/${encodeURIComponent(key)}`, { signal: AbortSignal.timeout(options.timeoutMs) });
+      if (response.status === 404) {
+        await response.body?.cancel();
+        return { found: false };
+      }
+      if (!response.ok) throw new Error(`receipt lookup answered ${response.status}`);
+      const receipt = (await response.json()) as { messageId?: unknown };
+      if (typeof receipt.messageId !== 'string') throw new Error('receipt lookup carried no messageId');
+      return { found: true, receipt: { messageId: receipt.messageId } };
+    },
+  };
+}

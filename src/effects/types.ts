@@ -1,0 +1,50 @@
+import type { PoolClient } from 'pg';
+
+/** What an effect is performed with: the job, its winning output, and the downstream idempotency key. */
+export interface EffectContext {
+  jobId: string;
+  operation: string;
+  input: Record<string, unknown>;
+  output: Record<string, unknown>;
+  /** Sent downstream as the idempotency key: the same on every try. */
+  key: string;
+  signal?: AbortSignal;
+}
+
+/**
+ * What a downstream said of one try:
+ * - done: it happened; here is the receipt.
+ * - rejected: it said no for good (4xx); it did not happen.
+ * - not_performed: it said it did not do it this time (429, 503); trying again is fine.
+ * - ambiguous: it may have happened (timeout, reset, 500, 502, 504); only a
+ *   receipt lookup can tell.
+ */
+export type PerformResult =
+  | { kind: 'done'; receipt: Record<string, unknown> }
+  | { kind: 'rejected'; class: string; detail: string }
+  | { kind: 'not_performed'; class: string; detail: string; retryAfterMs?: number }
+  | { kind: 'ambiguous'; class: string; detail: string };
+
+export type LookupResult = { found: true; receipt: Record<string, unknown> } | { found: false };
+
+/** An effect adapter declares what it can do; the runner decides what may be done. */
+export interface EffectAdapter {
+  readonly name: string;
+  /**
+   * Performing it again with the same key cannot make a second effect (the
+   * downstream deduplicates by key, or the write is transactional).
+   */
+  readonly repeatSafe: boolean;
+  /** Performs the effect once (no retries inside). */
+  perform?(context: EffectContext): Promise<PerformResult>;
+  /**
+   * For effects in the application's own database: the write, inside the
+   * transaction that also settles the effect, so both commit or neither.
+   */
+  performInTransaction?(tx: PoolClient, context: EffectContext): Promise<Record<string, unknown>>;
+  /**
+   * Asks the downstream for the receipt of a key.
+   * @throws Error when the lookup itself fails (nothing is concluded).
+   */
+  lookup?(key: string, context: EffectContext): Promise<LookupResult>;
+}
