@@ -10,9 +10,12 @@ import { renderJob } from './job-view';
 import { notFound, ProblemError, ProblemType } from './problems';
 import { AttemptNotFoundError, AttemptNotUnknownError, resolveAttempt } from '../ledger/attempts';
 import { cancelJob } from '../ledger/jobs';
+import { EffectNotFoundError, EffectNotInReviewError, resolveEffect } from '../ledger/effects';
 import { jobChangedSignal } from '../temporal/contract';
 import {
   CancelBodySchema,
+  EffectResolutionBodySchema,
+  EffectResolutionParamsSchema,
   FindJobQuerySchema,
   ResolutionBodySchema,
   ResolutionParamsSchema,
@@ -200,6 +203,37 @@ export async function registerJobCommandRoutes(app: FastifyInstance, deps: ApiDe
         throw err;
       }
       metrics.attemptsResolved.inc({ operation: details.job.operation, via: 'operator', outcome: request.body.outcome });
+      await wake(details.job.workflowId, request.log);
+      return renderJob((await loadJobDetailsById(db, details.job.id))!, context);
+    },
+  );
+
+  v1.post(
+    '/jobs/:id/effects/:name/resolution',
+    {
+      config: { problems: [400, 401, 403, 404, 409] },
+      schema: {
+        summary: 'Settle an effect in review (operators only)',
+        description: 'An effect that could be neither looked up nor safely repeated waits in needs_review until an operator says what happened downstream, with who and why.',
+        params: EffectResolutionParamsSchema,
+        body: EffectResolutionBodySchema,
+        response: { 200: JobSchema },
+      },
+    },
+    async (request) => {
+      const principal = request.principal!;
+      if (!principal.operator) throw new ProblemError(403, ProblemType.forbidden, 'Forbidden', 'only operators may resolve effects');
+      const details = UUID.test(request.params.id) ? await loadJobDetailsById(db, request.params.id) : undefined;
+      if (!details) throw notFound('effect');
+      try {
+        await resolveEffect(db, { jobId: details.job.id, name: request.params.name, outcome: request.body.outcome, reason: request.body.reason, by: principal.label, receipt: request.body.receipt });
+      } catch (err) {
+        if (err instanceof EffectNotFoundError) throw notFound('effect');
+        if (err instanceof EffectNotInReviewError) {
+          throw new ProblemError(409, ProblemType.conflict, 'Effect is not in review', `effect ${err.effect.name} is ${err.effect.status}; only an effect in needs_review can be resolved`);
+        }
+        throw err;
+      }
       await wake(details.job.workflowId, request.log);
       return renderJob((await loadJobDetailsById(db, details.job.id))!, context);
     },

@@ -41,6 +41,8 @@ export const EffectSchema = Type.Object({
   status: OneOf(['pending', 'succeeded', 'failed', 'needs_review']),
   receipt: Type.Optional(Type.Object({}, { additionalProperties: true })),
   error: Type.Optional(Type.Object({}, { additionalProperties: true })),
+  resolution: Type.Optional(Type.Object({ outcome: Type.String(), reason: Type.String(), by: Type.String(), at: Timestamp }, { additionalProperties: true })),
+  owners: Type.Optional(Type.Integer({ description: 'how many workers have held the claim; above 1 means it was recovered' })),
   updatedAt: Timestamp,
 });
 
@@ -99,6 +101,17 @@ export const ResolutionBodySchema = Type.Object(
   {
     outcome: Type.Union([Type.Literal('failed'), Type.Literal('cancelled')]),
     reason: Type.String({ minLength: 1, maxLength: 2000 }),
+  },
+  { additionalProperties: false },
+);
+
+export const EffectResolutionParamsSchema = Type.Object({ id: Type.String(), name: Type.String() });
+
+export const EffectResolutionBodySchema = Type.Object(
+  {
+    outcome: Type.Union([Type.Literal('succeeded'), Type.Literal('failed')]),
+    reason: Type.String({ minLength: 1, maxLength: 2000 }),
+    receipt: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'what the operator found downstream, e.g. {"messageId": "..."}' })),
   },
   { additionalProperties: false },
 );

@@ -1,8 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
-import { createInterface } from 'node:readline';
+import type { ChildProcess } from 'node:child_process';
 import { auth, isTerminalJob, KEYS, readJob, startTestStack, submitReply, waitForJob, type TestStack } from '../harness/stack';
-import { readHarnessState } from '../harness/state';
+import { startWorkerProcess, until } from '../harness/worker-process';
 
 describe('a worker killed mid-attempt', () => {
   const env = {
@@ -20,31 +18,9 @@ describe('a worker killed mid-attempt', () => {
     await stack.close();
   });
 
-  function startWorkerProcess(): Promise<ChildProcess> {
-    const state = readHarnessState();
-    const proc = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(__dirname, '..', 'fixtures', 'worker-process.ts')], {
-      env: {
-        ...process.env,
-        ...env,
-        DATABASE_URL: stack.db.url,
-        TEMPORAL_ADDRESS: state.temporalAddress,
-        TEMPORAL_NAMESPACE: stack.temporal.namespace,
-        ONCEFLOW_TASK_QUEUE: stack.temporal.taskQueue,
-        SIM_PRIMARY_URL: stack.sims.primary.url,
-        SIM_BACKUP_URL: stack.sims.backup.url,
-        WORKFLOW_BUNDLE: state.workflowBundlePath,
-      },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    return new Promise((resolve, reject) => {
-      createInterface({ input: proc.stdout! }).once('line', () => resolve(proc));
-      proc.once('exit', (code) => reject(new Error(`worker process exited with ${code}`)));
-    });
-  }
-
   it('leaves the attempt unknown, not failed, and starts no second attempt while it is unknown', async () => {
     // Arrange: a worker process takes the attempt; the provider records it and never answers.
-    child = await startWorkerProcess();
+    child = await startWorkerProcess(stack, env);
     const jobId = (await submitReply(stack, { message: 'Hi @sim(sim-primary:hang)', ticketId: 'T-killed' })).json().id;
     await until(() => stack.sims.primary.requests().some((r) => r.messages.some((m) => m.content.includes('T-killed'))));
 
@@ -77,11 +53,3 @@ describe('a worker killed mid-attempt', () => {
     ]);
   }, 60_000);
 });
-
-async function until(check: () => boolean, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}

@@ -1,0 +1,162 @@
+import { randomUUID } from 'node:crypto';
+import { createEffectRunner } from '../../src/effects/runner';
+import { createMessageSend } from '../../src/effects/message-send';
+import { requestDigest } from '../../src/jobs/digest';
+import { jobWorkflowId } from '../../src/jobs/scope';
+import { commitAttemptResult, openAttempt } from '../../src/ledger/attempts';
+import { claimEffect, effectKey, getEffect } from '../../src/ledger/effects';
+import { admitJob } from '../../src/ledger/jobs';
+import { createMetrics } from '../../src/metrics/metrics';
+import { startSimDownstream, type SimDownstream } from '../../src/sim/downstream-server';
+import { createTestDatabase, type TestDatabase } from '../harness/database';
+
+/**
+ * The effect ledger on its own, against a real PostgreSQL and the real
+ * messaging simulator: claims, leases and recovery (invariants 7 and 8).
+ */
+describe('effect claims and recovery', () => {
+  let db: TestDatabase;
+  let downstream: SimDownstream;
+  let dedupingDownstream: SimDownstream;
+  beforeAll(async () => {
+    [db, downstream, dedupingDownstream] = await Promise.all([createTestDatabase(), startSimDownstream({}), startSimDownstream({ dedupe: true })]);
+  });
+  afterAll(async () => {
+    await Promise.all([db.drop(), downstream.close(), dedupingDownstream.close()]);
+  });
+
+  const LEASE_MS = 600;
+  const runnerFor = (target: SimDownstream, metrics = createMetrics()) =>
+    createEffectRunner({
+      db: db.pool,
+      metrics,
+      adapters: new Map([['message.send', createMessageSend({ baseUrl: target.url, deduplicates: target === dedupingDownstream, timeoutMs: 300 })]]),
+      settings: { leaseMs: LEASE_MS, maxTries: 2, backoffMs: 20 },
+    });
+
+  /** A job whose AI step has a winner: what effects run after. */
+  async function jobWithWinner(reply: string): Promise<{ jobId: string; ticketId: string }> {
+    const ticketId = `T-${randomUUID().slice(0, 8)}`;
+    const scope = { principalId: 'alice', operation: 'support.reply', idempotencyKey: randomUUID() };
+    const input = { ticketId, customerMessage: 'hi', channel: 'email' };
+    const { job } = await admitJob(db.pool, { ...scope, input, schemaVersion: 1, requestDigest: requestDigest('support.reply', 1, input), workflowId: jobWorkflowId(scope) });
+    const opened = await openAttempt(db.pool, { jobId: job.id, provider: 'sim-primary', model: 'sim-small' });
+    if (opened.kind !== 'opened') throw new Error('no attempt');
+    await commitAttemptResult(db.pool, opened.attempt.id, { reply, escalate: false }, { terminal: false });
+    return { jobId: job.id, ticketId };
+  }
+  const deliveriesOf = (target: SimDownstream, ticketId: string) => target.deliveries().filter((d) => d.ticketId === ticketId);
+  const waitForLease = () => new Promise((resolve) => setTimeout(resolve, LEASE_MS + 100));
+
+  it('lets exactly one of several racing workers perform the effect', async () => {
+    // Arrange
+    const { jobId, ticketId } = await jobWithWinner('Your order ships today.');
+    const runner = runnerFor(downstream);
+
+    // Act
+    const results = await Promise.all(Array.from({ length: 6 }, (_, i) => runner.perform(jobId, 'message.send', `worker-${i}`)));
+
+    // Assert
+    expect(deliveriesOf(downstream, ticketId)).toHaveLength(1);
+    expect(results.filter((r) => r.status === 'succeeded' && r.receipt)).not.toHaveLength(0);
+    const effect = await getEffect(db.pool, jobId, 'message.send');
+    expect(effect).toMatchObject({ status: 'succeeded', owners: 1, receipt: { messageId: deliveriesOf(downstream, ticketId)[0]!.messageId } });
+  });
+
+  it('recovers a disconnect after the effect by finding the receipt, without sending again', async () => {
+    // Arrange: the downstream records the message, then resets the connection.
+    const { jobId, ticketId } = await jobWithWinner('We are on it. @sink(reset)');
+    const metrics = createMetrics();
+    const runner = runnerFor(downstream, metrics);
+    const first = await runner.perform(jobId, 'message.send', 'worker-a');
+    expect(first.status).toBe('pending');
+
+    // Act
+    const early = await runner.recover(jobId, 'message.send', 'worker-b');
+    await waitForLease();
+    const recovered = await runner.recover(jobId, 'message.send', 'worker-b');
+
+    // Assert
+    expect(early.status).toBe('pending'); // the lease was still valid: not stolen
+    expect(recovered.status).toBe('succeeded');
+    const deliveries = deliveriesOf(downstream, ticketId);
+    expect(deliveries).toHaveLength(1);
+    expect(recovered.receipt).toEqual({ messageId: deliveries[0]!.messageId, foundBy: 'lookup' });
+    expect((await metrics.receiptsFound.get()).values[0]?.value).toBe(1);
+  });
+
+  it('never steals a lease that is still valid', async () => {
+    // Arrange: worker A claimed the effect and is (as far as anyone knows) still performing it.
+    const { jobId, ticketId } = await jobWithWinner('Thanks!');
+    await claimEffect(db.pool, { jobId, name: 'message.send', owner: 'worker-a', leaseMs: 60_000 });
+
+    // Act
+    const attempt = await runnerFor(downstream).recover(jobId, 'message.send', 'worker-b');
+
+    // Assert
+    expect(attempt.status).toBe('pending');
+    expect(await getEffect(db.pool, jobId, 'message.send')).toMatchObject({ leaseOwner: 'worker-a', owners: 1 });
+    expect(deliveriesOf(downstream, ticketId)).toHaveLength(0);
+  });
+
+  it('sends nothing again when the downstream has no receipt and a repeat is not safe: the effect goes to review', async () => {
+    // Arrange: A claimed it and vanished before sending anything.
+    const { jobId, ticketId } = await jobWithWinner('Hello again.');
+    await claimEffect(db.pool, { jobId, name: 'message.send', owner: 'worker-a', leaseMs: 50 });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+
+    // Act
+    const recovered = await runnerFor(downstream).recover(jobId, 'message.send', 'worker-b');
+
+    // Assert
+    expect(recovered).toMatchObject({ status: 'needs_review', error: { class: 'not_found_unsafe_to_repeat' } });
+    expect(deliveriesOf(downstream, ticketId)).toHaveLength(0);
+  });
+
+  it('performs again when the downstream proves nothing happened and deduplicates by key', async () => {
+    // Arrange
+    const { jobId, ticketId } = await jobWithWinner('Hello, deduplicated.');
+    await claimEffect(db.pool, { jobId, name: 'message.send', owner: 'worker-a', leaseMs: 50 });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+
+    // Act
+    const recovered = await runnerFor(dedupingDownstream).recover(jobId, 'message.send', 'worker-b');
+
+    // Assert
+    expect(recovered.status).toBe('succeeded');
+    expect(deliveriesOf(dedupingDownstream, ticketId)).toHaveLength(1);
+    expect(deliveriesOf(dedupingDownstream, ticketId)[0]!.idempotencyKey).toBe(effectKey(jobId, 'message.send'));
+  });
+
+  it('tries again, under its own claim, when the downstream says it did not act (503)', async () => {
+    // Arrange: a 503 records nothing; the directive would apply to every try, so it fails for good after max tries.
+    const { jobId, ticketId } = await jobWithWinner('Sorry @sink(status=503)');
+
+    // Act
+    const state = await runnerFor(downstream).perform(jobId, 'message.send', 'worker-a');
+
+    // Assert
+    expect(state).toMatchObject({ status: 'failed', error: { class: 'unavailable' } });
+    expect(deliveriesOf(downstream, ticketId)).toHaveLength(0);
+  });
+
+  it('fails at once when the downstream rejects the message (4xx)', async () => {
+    const { jobId, ticketId } = await jobWithWinner('Bad @sink(status=422)');
+    const state = await runnerFor(downstream).perform(jobId, 'message.send', 'worker-a');
+    expect(state).toMatchObject({ status: 'failed', error: { class: 'rejected' } });
+    expect(deliveriesOf(downstream, ticketId)).toHaveLength(0);
+  });
+
+  it('claims nothing for a job without a winning output', async () => {
+    // Arrange
+    const scope = { principalId: 'alice', operation: 'support.reply', idempotencyKey: randomUUID() };
+    const input = { ticketId: 'T-none', customerMessage: 'hi', channel: 'email' };
+    const { job } = await admitJob(db.pool, { ...scope, input, schemaVersion: 1, requestDigest: requestDigest('support.reply', 1, input), workflowId: jobWorkflowId(scope) });
+
+    // Act
+    const claim = await claimEffect(db.pool, { jobId: job.id, name: 'message.send', owner: 'w', leaseMs: 1000 });
+
+    // Assert
+    expect(claim).toEqual({ claimed: false, effect: undefined });
+  });
+});
