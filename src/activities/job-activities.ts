@@ -2,6 +2,7 @@ import { isTerminal, JobStatus } from '../jobs/status';
 import { findLiveAttempt, listAttempts } from '../ledger/attempts';
 import { failJob, getJob, setJobProgress, type JobError } from '../ledger/jobs';
 import type { JobPlan } from '../temporal/contract';
+import { removeExpiredJobs } from '../ledger/retention';
 import type { ActivityDeps } from '.';
 
 export function createJobActivities(deps: ActivityDeps) {
@@ -41,6 +42,11 @@ export function createJobActivities(deps: ActivityDeps) {
       const job = await getJob(db, jobId);
       if (!job) throw new Error(`job ${jobId} is not in the ledger`);
       return { status: job.status, terminal: isTerminal(job.status), hasWinner: job.completedBy !== null };
+    },
+
+    /** Removes terminal jobs past the retention (the retention Schedule's work). */
+    async removeExpiredJobs(retentionDays: number): Promise<number> {
+      return removeExpiredJobs(db, retentionDays);
     },
 
     /** Ends the job as failed; a no-op when it is already terminal. */

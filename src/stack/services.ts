@@ -9,6 +9,7 @@ import { createMetrics, type Metrics } from '../metrics/metrics';
 import { createRegistry } from '../operations/registry';
 import { createWorker } from '../worker/worker';
 import { buildActivityDeps } from '../worker/activity-deps';
+import { ensureRetentionSchedule } from '../temporal/retention-schedule';
 import type { OperationRegistry } from '../operations/registry';
 import { createProviders, DEFAULT_PROVIDERS_YAML, loadProvidersConfig, parseProvidersConfig, routeFor } from '../providers/config';
 
@@ -115,6 +116,12 @@ export async function startWorker(config: OnceflowConfig, db: Pool, metrics: Met
     activities: createActivities(buildActivityDeps({ db, metrics, config, operations, providers, routeFor: route })),
   });
   const running = worker.run();
+  const clientConnection = await connectTemporal(config.temporal.address);
+  await ensureRetentionSchedule(new Client({ connection: clientConnection, namespace: config.temporal.namespace }), {
+    taskQueue: config.temporal.taskQueue,
+    retentionDays: config.retentionDays,
+  });
+  await clientConnection.close();
   return {
     worker,
     async close() {

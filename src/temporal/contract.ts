@@ -24,6 +24,9 @@ export interface JobWorkflowInput {
   searchAttributes?: boolean;
 }
 
+export const RETENTION_WORKFLOW = 'retentionWorkflow';
+export const RETENTION_SCHEDULE_ID = 'onceflow-retention';
+
 /** Wakes the workflow: a job was cancelled or an attempt resolved out of band. */
 export const jobChangedSignal = defineSignal('jobChanged');
 

@@ -1,1 +1,2 @@
 export { jobWorkflow } from './job-workflow';
+export { retentionWorkflow } from './retention-workflow';
