@@ -48,6 +48,13 @@ export interface OnceflowConfig {
     webhookUrl?: string;
     webhookDeduplicates: boolean;
   };
+  contracts: {
+    /** A passing verification older than this is stale: the fallback is skipped. */
+    maxAgeMs: number;
+    /** Samples per probe fixture when verifying. */
+    samples: number;
+    demotion: { window: number; minSamples: number; threshold: number };
+  };
   providersFile?: string;
   retentionDays: number;
   logLevel: string;
@@ -112,6 +119,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): OnceflowConfig
       backoffMs: int(env, 'ONCEFLOW_ATTEMPT_BACKOFF_MS', 1_000, 0),
     },
     effects: effectsConfig(env),
+    contracts: {
+      maxAgeMs: int(env, 'ONCEFLOW_VERIFICATION_MAX_AGE_HOURS', 24, 1) * 3_600_000,
+      samples: int(env, 'ONCEFLOW_VERIFICATION_SAMPLES', 3, 1, 50),
+      demotion: {
+        window: int(env, 'ONCEFLOW_DEMOTION_WINDOW', 20, 1),
+        minSamples: int(env, 'ONCEFLOW_DEMOTION_MIN_SAMPLES', 5, 1),
+        threshold: int(env, 'ONCEFLOW_DEMOTION_THRESHOLD_PERCENT', 50, 1, 100) / 100,
+      },
+    },
     providersFile: env.ONCEFLOW_PROVIDERS_FILE || undefined,
     retentionDays: int(env, 'ONCEFLOW_RETENTION_DAYS', 30, 1),
     logLevel: env.LOG_LEVEL ?? 'info',

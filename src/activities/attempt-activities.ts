@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
 import { checkOutput } from '../contracts/output';
-import { PromptRenderError, renderPrompt } from '../contracts/prompt';
+import { checkRender } from '../contracts/render-check';
 import { isTerminal } from '../jobs/status';
 import {
   AttemptStatus,
@@ -95,14 +95,13 @@ export function createAttemptActivities(deps: ActivityDeps) {
         await failAttempt(db, attemptId, { class: 'not_configured', detail: `${operation ? 'provider' : 'operation'} ${operation ? attempt.provider : job.operation} is not configured` });
         return outcomeOf(attemptId);
       }
-      let messages;
-      try {
-        messages = renderPrompt(operation, input);
-      } catch (err) {
-        if (!(err instanceof PromptRenderError)) throw err;
-        await failAttempt(db, attemptId, { class: 'prompt_render', detail: err.message });
+      // The prompt must render and fit this model's window; if not, nothing is sent.
+      const render = checkRender(operation, attempt.model, input);
+      if (!render.ok) {
+        await failAttempt(db, attemptId, { class: 'prompt_render', detail: render.problems.join('; '), evidence: { templateHash: render.templateHash, promptTokens: render.promptTokens } });
         return outcomeOf(attemptId);
       }
+      const messages = render.messages!;
       // From here on the request may be sent: the ledger says so first.
       if (!(await markAttemptRunning(db, attemptId))) return outcomeOf(attemptId);
 

@@ -7,6 +7,7 @@ import { createAttemptActivities } from './attempt-activities';
 import { createJobActivities } from './job-activities';
 import { createEffectActivities } from './effect-activities';
 import type { EffectRunner } from '../effects/runner';
+import type { GateSettings } from '../contracts/eligibility';
 
 export interface Clock {
   now(): Date;
@@ -34,6 +35,8 @@ export interface ActivityDeps {
   effects: EffectRunner;
   /** How long one performEffect or recoverEffect may run. */
   effectTimeoutMs: number;
+  /** The failover gate: verification age and run-time demotion. */
+  gate: GateSettings;
   clock?: Clock;
 }
 

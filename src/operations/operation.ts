@@ -33,6 +33,8 @@ export interface OperationDefinition<I extends TObject = TObject, O extends TObj
   finalize?(output: Static<O>, receipts: Record<string, Record<string, unknown>>): unknown;
   /** Provider names in failover order. */
   defaultRoute: string[];
+  /** Probe fixtures: realistic inputs a provider must answer on contract before it may be failed over to. */
+  probes?: Array<{ name: string; input: Static<I> }>;
   /** Example input, used by the docs and the demo. */
   example: Static<I>;
 }

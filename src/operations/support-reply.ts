@@ -44,5 +44,10 @@ export const supportReply = {
     user: 'Ticket {{ticketId}} ({{channel}}). The customer wrote:\n{{customerMessage}}',
   },
   defaultRoute: ['sim-primary', 'sim-backup'],
+  probes: [
+    { name: 'damaged parcel', input: { ticketId: 'P-1', customerMessage: 'My order arrived with a broken screen. What now?', channel: 'email' } },
+    { name: 'where is my order', input: { ticketId: 'P-2', customerMessage: 'It has been ten days and my parcel has not moved. Any news?', channel: 'chat' } },
+    { name: 'refund request', input: { ticketId: 'P-3', customerMessage: 'I was charged twice for the same order. Please refund one charge.', channel: 'email' } },
+  ],
   example: { ticketId: 'T-1001', customerMessage: 'My order arrived damaged. What can I do?', channel: 'email' },
 } satisfies OperationDefinition<typeof SupportReplyInput, typeof SupportReplyOutput>;

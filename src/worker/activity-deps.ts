@@ -12,7 +12,7 @@ import type { RouteStep } from '../temporal/contract';
 export interface WorkerParts {
   db: Pool;
   metrics: Metrics;
-  config: Pick<OnceflowConfig, 'attempts' | 'effects'>;
+  config: Pick<OnceflowConfig, 'attempts' | 'effects' | 'contracts'>;
   operations: OperationRegistry;
   providers: ReadonlyMap<string, ProviderAdapter>;
   routeFor(operation: string): RouteStep[];
@@ -37,5 +37,6 @@ export function buildActivityDeps(parts: WorkerParts): ActivityDeps {
       settings: { leaseMs: config.effects.leaseMs, maxTries: config.effects.maxTries, backoffMs: config.effects.backoffMs },
     }),
     effectTimeoutMs: config.effects.leaseMs,
+    gate: { maxAgeMs: config.contracts.maxAgeMs, demotion: config.contracts.demotion },
   };
 }

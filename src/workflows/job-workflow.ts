@@ -83,11 +83,14 @@ export async function jobWorkflow(input: JobWorkflowInput): Promise<string> {
         await ledger.failJob(jobId, { type: 'attempts_exhausted', detail: `all ${plan.maxAttempts} attempts failed; see the attempts for each error` });
         break;
       }
-      const step = plan.route[routeIndex % plan.route.length];
-      if (!step) {
-        await ledger.failJob(jobId, { type: 'no_route', detail: `no provider is configured for ${plan.operation}` });
+      // Invariant 6: only a verified provider takes a fallback attempt.
+      const next = await ledger.nextStep({ jobId, routeIndex });
+      if (next.kind === 'exhausted') {
+        await ledger.failJob(jobId, { type: 'no_eligible_provider', detail: next.detail });
         break;
       }
+      routeIndex = next.index;
+      const step = next.step;
       const kind: AttemptKind = attemptsMade === 0 ? 'first' : step.provider === previousProvider ? 'retry' : 'fallback';
       const opened = await ledger.openAttempt({ jobId, provider: step.provider, model: step.model, kind });
       if (opened.kind === 'terminal') break;
@@ -109,9 +112,8 @@ export async function jobWorkflow(input: JobWorkflowInput): Promise<string> {
     // failed or cancelled: the next attempt goes along the route.
     failuresInARow++;
     routeIndex++;
-    const next = plan.route[routeIndex % plan.route.length];
     // Backoff (and a 429's Retry-After) concern the provider that failed, not a fallback.
-    if (next?.provider === previousProvider) {
+    if (plan.route[routeIndex % plan.route.length]?.provider === previousProvider) {
       await sleep(Math.max(outcome.retryAfterMs ?? 0, plan.backoffMs * 2 ** (failuresInARow - 1)));
     }
   }

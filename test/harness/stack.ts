@@ -10,6 +10,7 @@ import type { RouteStep } from '../../src/temporal/contract';
 import { createWorker } from '../../src/worker/worker';
 import { createSimProviders, SIM_ROUTE } from '../../src/sim/providers';
 import { buildActivityDeps } from '../../src/worker/activity-deps';
+import { verifyContracts } from '../../src/contracts/verify';
 import type { ProviderAdapter } from '../../src/providers/types';
 import { startSimStack, type SimStack } from '../../src/sim/stack';
 import { createTestDatabase, type TestDatabase } from './database';
@@ -50,6 +51,8 @@ export interface TestStackOptions {
   route?: RouteStep[];
   /** Providers beside the two simulators. */
   extraProviders?: ProviderAdapter[];
+  /** Verify every route step's contract at start, as the dev stack does (default true). */
+  verify?: boolean;
 }
 
 export async function startTestStack(opts: TestStackOptions = {}): Promise<TestStack> {
@@ -90,6 +93,10 @@ export async function startTestStack(opts: TestStackOptions = {}): Promise<TestS
     },
     logger: false,
   });
+
+  if (opts.verify !== false) {
+    await verifyContracts({ db: db.pool, operations, providers, routeFor: () => route }, {}, { samples: 1, timeoutMs: 5_000 });
+  }
 
   let worker: Worker | undefined;
   let running: Promise<void> | undefined;

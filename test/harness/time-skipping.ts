@@ -10,6 +10,7 @@ import { createRegistry } from '../../src/operations/registry';
 import { createSimProviders, SIM_ROUTE } from '../../src/sim/providers';
 import { buildActivityDeps } from '../../src/worker/activity-deps';
 import { loadConfig } from '../../src/config';
+import { verifyContracts } from '../../src/contracts/verify';
 import { startSimStack, type SimStack } from '../../src/sim/stack';
 import { JOB_WORKFLOW, type JobWorkflowInput } from '../../src/temporal/contract';
 import { createTestDatabase, type TestDatabase } from './database';
@@ -46,13 +47,16 @@ export async function startTimeSkippingStack(settings: NodeJS.ProcessEnv = {}): 
     ONCEFLOW_MESSAGES_URL: sims.downstream.url,
     ...settings,
   });
+  const operations = createRegistry();
+  const providers = createSimProviders({ primary: sims.primary.url, backup: sims.backup.url });
+  await verifyContracts({ db: db.pool, operations, providers, routeFor: () => SIM_ROUTE }, {}, { samples: 1, timeoutMs: 5_000 });
   const activities = createActivities(
     buildActivityDeps({
       db: db.pool,
       metrics,
       config,
-      operations: createRegistry(),
-      providers: createSimProviders({ primary: sims.primary.url, backup: sims.backup.url }),
+      operations,
+      providers,
       routeFor: () => SIM_ROUTE,
     }),
   );

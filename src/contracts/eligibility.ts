@@ -1,0 +1,65 @@
+import type { OperationDefinition } from '../operations/operation';
+import { currentVerification, latestVerification, runtimeRecord } from '../ledger/contracts';
+import type { Queryable } from '../ledger/queryable';
+import type { RouteStep } from '../temporal/contract';
+import { templateHash } from './prompt';
+
+export interface GateSettings {
+  /** A passing verification older than this is stale. */
+  maxAgeMs: number;
+  /** Runtime demotion: over the last `window` ended attempts, at least `minSamples`, a violation share of `threshold` or more. */
+  demotion: { window: number; minSamples: number; threshold: number };
+}
+
+export type IneligibleReason = 'unverified' | 'failed_verification' | 'stale' | 'other_template' | 'demoted';
+
+export type Eligibility = { eligible: true; detail: string } | { eligible: false; reason: IneligibleReason; detail: string };
+
+/**
+ * Whether a route step may take an attempt (invariant 6). The primary is held
+ * to run-time validation only, unless its run-time violations demoted it; a
+ * fallback needs a passing verification for the operation's current schema
+ * version and prompt-template hash, younger than the configured age. A demoted
+ * provider comes back only with a verification newer than its last violation.
+ */
+export async function eligibility(
+  db: Queryable,
+  operation: Pick<OperationDefinition, 'name' | 'schemaVersion' | 'prompt'>,
+  step: RouteStep,
+  role: 'primary' | 'fallback',
+  settings: GateSettings,
+  now: Date = new Date(),
+): Promise<Eligibility> {
+  const key = { operation: operation.name, schemaVersion: operation.schemaVersion, templateHash: templateHash(operation), provider: step.provider, model: step.model };
+  const current = await currentVerification(db, key);
+  const runtime = await runtimeRecord(db, key, settings.demotion.window);
+  const rate = runtime.ended > 0 ? runtime.violations / runtime.ended : 0;
+  if (runtime.ended >= settings.demotion.minSamples && rate >= settings.demotion.threshold) {
+    const reverified = current?.passed && runtime.lastViolationAt && current.verifiedAt > runtime.lastViolationAt;
+    if (!reverified) {
+      return {
+        eligible: false,
+        reason: 'demoted',
+        detail: `${runtime.violations} of its last ${runtime.ended} answers broke the contract; demoted until verified again`,
+      };
+    }
+  }
+  if (role === 'primary') return { eligible: true, detail: 'primary: held to run-time validation' };
+  if (!current) {
+    const latest = await latestVerification(db, key);
+    if (latest) {
+      return {
+        eligible: false,
+        reason: 'other_template',
+        detail: `verified for schema v${latest.schemaVersion} / template ${latest.templateHash.slice(0, 19)}…, not the current v${key.schemaVersion} / ${key.templateHash.slice(0, 19)}…`,
+      };
+    }
+    return { eligible: false, reason: 'unverified', detail: `no verification of ${step.provider}/${step.model} for ${operation.name}` };
+  }
+  if (!current.passed) return { eligible: false, reason: 'failed_verification', detail: `its verification of ${current.verifiedAt.toISOString()} failed` };
+  const ageMs = now.getTime() - current.verifiedAt.getTime();
+  if (ageMs > settings.maxAgeMs) {
+    return { eligible: false, reason: 'stale', detail: `verified ${Math.round(ageMs / 3_600_000)} h ago; the limit is ${Math.round(settings.maxAgeMs / 3_600_000)} h` };
+  }
+  return { eligible: true, detail: `verified at ${current.verifiedAt.toISOString()}` };
+}

@@ -1,0 +1,61 @@
+import type { ChatMessage } from '../providers/types';
+
+// js-tiktoken ships CommonJS builds, but its type declarations are ES modules only.
+type Lite = typeof import('js-tiktoken/lite', { with: { 'resolution-mode': 'import' } });
+type Ranks = typeof import('js-tiktoken/ranks/cl100k_base', { with: { 'resolution-mode': 'import' } });
+/* eslint-disable @typescript-eslint/no-require-imports */
+const { Tiktoken } = require('js-tiktoken/lite') as Lite;
+// The CommonJS rank files export the ranks object itself (no default).
+const cl100k = require('js-tiktoken/ranks/cl100k_base') as Ranks['default'];
+const o200k = require('js-tiktoken/ranks/o200k_base') as Ranks['default'];
+/* eslint-enable @typescript-eslint/no-require-imports */
+type Tiktoken = InstanceType<Lite['Tiktoken']>;
+
+export type Encoding = 'o200k_base' | 'cl100k_base';
+
+export interface ModelProfile {
+  /** Tokens the model accepts, prompt and answer together. */
+  contextWindow: number;
+  /** Tokens kept free for the answer. */
+  reservedForOutput: number;
+  encoding: Encoding;
+}
+
+/**
+ * What Onceflow knows of models, by name pattern, first match wins. The
+ * encodings ship inside js-tiktoken (nothing is downloaded). Models whose
+ * tokenizer is not published (Anthropic's) are counted with cl100k_base and a
+ * margin; the simulators have small windows on purpose, so the window check
+ * can be seen to work.
+ */
+export const MODEL_PROFILES: ReadonlyArray<[RegExp, ModelProfile]> = [
+  [/^sim-small$/, { contextWindow: 2_048, reservedForOutput: 512, encoding: 'cl100k_base' }],
+  [/^sim-large$/, { contextWindow: 8_192, reservedForOutput: 1_024, encoding: 'cl100k_base' }],
+  [/^(gpt-4o|gpt-4\.1|gpt-5|o1|o3|o4)/, { contextWindow: 128_000, reservedForOutput: 4_096, encoding: 'o200k_base' }],
+  [/^(gpt-4|gpt-3\.5)/, { contextWindow: 8_192, reservedForOutput: 1_024, encoding: 'cl100k_base' }],
+  [/^claude-/, { contextWindow: 200_000, reservedForOutput: 4_096, encoding: 'cl100k_base' }],
+];
+
+/** For a model nobody described: a conservative window. */
+export const DEFAULT_PROFILE: ModelProfile = { contextWindow: 8_192, reservedForOutput: 1_024, encoding: 'cl100k_base' };
+
+export function profileOf(model: string, profiles = MODEL_PROFILES): ModelProfile {
+  return profiles.find(([pattern]) => pattern.test(model))?.[1] ?? DEFAULT_PROFILE;
+}
+
+const encoders = new Map<Encoding, Tiktoken>();
+
+function encoder(encoding: Encoding): Tiktoken {
+  let found = encoders.get(encoding);
+  if (!found) {
+    found = new Tiktoken(encoding === 'o200k_base' ? o200k : cl100k);
+    encoders.set(encoding, found);
+  }
+  return found;
+}
+
+/** Tokens of a chat prompt by the model's tokenizer, with the per-message framing chat formats add. */
+export function countPromptTokens(messages: ChatMessage[], encoding: Encoding): number {
+  const tokenizer = encoder(encoding);
+  return messages.reduce((sum, message) => sum + 4 + tokenizer.encode(message.content).length, 3);
+}

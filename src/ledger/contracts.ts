@@ -1,0 +1,93 @@
+import type { Queryable } from './queryable';
+
+export interface ContractKey {
+  operation: string;
+  schemaVersion: number;
+  templateHash: string;
+  provider: string;
+  model: string;
+}
+
+export interface VerificationRecord extends ContractKey {
+  verifiedAt: Date;
+  passed: boolean;
+  samples: number;
+  evidence: Record<string, unknown>;
+}
+
+interface VerificationRow {
+  operation: string;
+  schema_version: number;
+  template_hash: string;
+  provider: string;
+  model: string;
+  verified_at: Date;
+  passed: boolean;
+  samples: number;
+  evidence: Record<string, unknown>;
+}
+
+const toRecord = (row: VerificationRow): VerificationRecord => ({
+  operation: row.operation,
+  schemaVersion: row.schema_version,
+  templateHash: row.template_hash,
+  provider: row.provider,
+  model: row.model,
+  verifiedAt: row.verified_at,
+  passed: row.passed,
+  samples: row.samples,
+  evidence: row.evidence,
+});
+
+export async function recordVerification(db: Queryable, verification: Omit<VerificationRecord, 'verifiedAt'>): Promise<VerificationRecord> {
+  const { rows } = await db.query<VerificationRow>(
+    `INSERT INTO provider_contracts (operation, schema_version, template_hash, provider, model, passed, samples, evidence)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
+    [verification.operation, verification.schemaVersion, verification.templateHash, verification.provider, verification.model, verification.passed, verification.samples, JSON.stringify(verification.evidence)],
+  );
+  return toRecord(rows[0]!);
+}
+
+/** The newest verification of a provider and model for an operation, whatever its version or template. */
+export async function latestVerification(db: Queryable, key: Pick<ContractKey, 'operation' | 'provider' | 'model'>): Promise<VerificationRecord | undefined> {
+  const { rows } = await db.query<VerificationRow>(
+    `SELECT * FROM provider_contracts WHERE operation = $1 AND provider = $2 AND model = $3 ORDER BY verified_at DESC, id DESC LIMIT 1`,
+    [key.operation, key.provider, key.model],
+  );
+  return rows[0] ? toRecord(rows[0]) : undefined;
+}
+
+/** The newest verification for exactly this schema version and template hash. */
+export async function currentVerification(db: Queryable, key: ContractKey): Promise<VerificationRecord | undefined> {
+  const { rows } = await db.query<VerificationRow>(
+    `SELECT * FROM provider_contracts
+     WHERE operation = $1 AND provider = $2 AND model = $3 AND schema_version = $4 AND template_hash = $5
+     ORDER BY verified_at DESC, id DESC LIMIT 1`,
+    [key.operation, key.provider, key.model, key.schemaVersion, key.templateHash],
+  );
+  return rows[0] ? toRecord(rows[0]) : undefined;
+}
+
+export interface RuntimeRecord {
+  /** Ended attempts looked at (newest first, up to the window). */
+  ended: number;
+  violations: number;
+  lastViolationAt: Date | null;
+}
+
+/** How a provider and model have kept the contract at run time lately. */
+export async function runtimeRecord(db: Queryable, key: Pick<ContractKey, 'operation' | 'provider' | 'model'>, window: number): Promise<RuntimeRecord> {
+  const { rows } = await db.query<{ ended: string; violations: string; last_violation_at: Date | null }>(
+    `SELECT count(*) AS ended,
+            count(*) FILTER (WHERE recent.error_class = 'contract_violation') AS violations,
+            max(recent.ended_at) FILTER (WHERE recent.error_class = 'contract_violation') AS last_violation_at
+     FROM (
+       SELECT a.error_class, a.ended_at FROM attempts a JOIN jobs j ON j.id = a.job_id
+       WHERE j.operation = $1 AND a.provider = $2 AND a.model = $3 AND a.status IN ('succeeded', 'failed', 'discarded') AND a.ended_at IS NOT NULL
+       ORDER BY a.ended_at DESC LIMIT $4
+     ) recent`,
+    [key.operation, key.provider, key.model, window],
+  );
+  const row = rows[0]!;
+  return { ended: Number(row.ended), violations: Number(row.violations), lastViolationAt: row.last_violation_at };
+}
