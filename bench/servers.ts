@@ -5,7 +5,7 @@
  */
 import { Client, Connection } from '@temporalio/client';
 import Fastify from 'fastify';
-import { buildApp } from '../src/api/app';
+import { apiContracts, buildApp } from '../src/api/app';
 import { JobWaiter } from '../src/api/job-waiter';
 import { loadConfig, parseApiKeys } from '../src/config';
 import { createPool } from '../src/db/pool';
@@ -26,6 +26,7 @@ async function main(): Promise<void> {
     db: onceflowDb,
     workflows: { client: new Client({ connection, namespace: config.temporal.namespace }), taskQueue: config.temporal.taskQueue, searchAttributes: true },
     operations: createRegistry(),
+    contracts: apiContracts(config, new Map(), () => []),
     metrics: createMetrics(),
     waiter,
     temporalReady: async () => undefined,

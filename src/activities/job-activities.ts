@@ -63,7 +63,7 @@ export function createJobActivities(deps: ActivityDeps) {
         const index = request.routeIndex + offset;
         const step = route[index % route.length]!;
         const verdict = await eligibility(db, operation, step, index % route.length === 0 ? 'primary' : 'fallback', deps.gate, clock.now());
-        if (verdict.eligible) return { kind: 'step', step, index };
+        if (verdict.eligible) return { kind: 'step', step, index, skipped };
         skipped.push(`${step.provider}/${step.model}: ${verdict.reason} (${verdict.detail})`);
         deps.metrics.fallbacksSkipped.inc({ operation: job.operation, provider: step.provider, reason: verdict.reason });
         await appendEvent(db, job.id, JobEventType.fallbackSkipped, { provider: step.provider, model: step.model, reason: verdict.reason, detail: verdict.detail });

@@ -11,6 +11,10 @@ import type { WorkflowTarget } from '../temporal/starter';
 import { KeyRing, type Principal } from './auth';
 import type { JobWaiter } from './job-waiter';
 import { registerJobCommandRoutes, registerJobRoutes } from './jobs-routes';
+import { registerProviderRoutes } from './providers-routes';
+import type { ProviderAdapter } from '../providers/types';
+import type { RouteStep } from '../temporal/contract';
+import type { GateSettings } from '../contracts/eligibility';
 import { ProblemError, ProblemType, type FieldError } from './problems';
 import { ProblemSchema } from './schemas';
 import { registerServiceRoutes } from './service-routes';
@@ -22,15 +26,38 @@ declare module 'fastify' {
 }
 
 export interface ApiDeps {
-  config: Pick<OnceflowConfig, 'api' | 'keys' | 'temporal' | 'logLevel'>;
+  config: Pick<OnceflowConfig, 'api' | 'keys' | 'temporal' | 'logLevel' | 'contracts' | 'attempts'>;
   db: Pool;
   workflows: WorkflowTarget;
   operations: OperationRegistry;
   metrics: Metrics;
   waiter: JobWaiter;
+  /** What the provider routes need: adapters, routes, the failover gate, verification settings. */
+  contracts: {
+    providers: ReadonlyMap<string, ProviderAdapter>;
+    routeFor(operation: string): RouteStep[];
+    gate: GateSettings;
+    samples: number;
+    timeoutMs: number;
+  };
   /** Readiness of Temporal: resolves when reachable. */
   temporalReady: () => Promise<void>;
   logger?: boolean;
+}
+
+/** The contracts part of ApiDeps, from configuration and the provider adapters. */
+export function apiContracts(
+  config: Pick<OnceflowConfig, 'contracts' | 'attempts'>,
+  providers: ReadonlyMap<string, ProviderAdapter>,
+  routeFor: (operation: string) => RouteStep[],
+): ApiDeps['contracts'] {
+  return {
+    providers,
+    routeFor,
+    gate: { maxAgeMs: config.contracts.maxAgeMs, demotion: config.contracts.demotion },
+    samples: config.contracts.samples,
+    timeoutMs: config.attempts.timeoutMs,
+  };
 }
 
 export type App = FastifyInstance<any, any, any, any, TypeBoxTypeProvider>;
@@ -114,6 +141,7 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
     });
     await registerJobRoutes(v1, deps);
     await registerJobCommandRoutes(v1, deps);
+    await registerProviderRoutes(v1, deps);
   }, { prefix: '/v1' });
   await registerServiceRoutes(app, deps);
   return app;

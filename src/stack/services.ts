@@ -2,7 +2,7 @@ import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import type { Pool } from 'pg';
 import { createActivities } from '../activities';
-import { buildApp, type App } from '../api/app';
+import { apiContracts, buildApp, type App } from '../api/app';
 import { JobWaiter } from '../api/job-waiter';
 import type { OnceflowConfig } from '../config';
 import { createMetrics, type Metrics } from '../metrics/metrics';
@@ -37,11 +37,14 @@ export async function startApi(config: OnceflowConfig, db: Pool, metrics: Metric
   const connection = await connectTemporal(config.temporal.address);
   const client = new Client({ connection, namespace: config.temporal.namespace });
   const waiter = new JobWaiter(config.databaseUrl);
+  const operations = createRegistry();
+  const { providers, routeFor: route } = await loadProviders(config, operations);
   const app = await buildApp({
     config,
     db,
     workflows: { client, taskQueue: config.temporal.taskQueue, searchAttributes: true },
-    operations: createRegistry(),
+    operations,
+    contracts: apiContracts(config, providers, route),
     metrics,
     waiter,
     temporalReady: async () => {

@@ -14,7 +14,9 @@ import { createMetrics } from '../metrics/metrics';
 import { runMain } from './main-helpers';
 import { dataDir } from './paths';
 import { startEmbeddedPostgres } from './postgres';
-import { startApi, startWorker } from './services';
+import { loadProviders, startApi, startWorker } from './services';
+import { verifyContracts } from '../contracts/verify';
+import { createRegistry } from '../operations/registry';
 import { loadTemporalDevConfig, startDevServer, startDevServerByDownload } from './temporal-dev';
 import { resolveTemporalCli } from './tools';
 
@@ -78,6 +80,14 @@ async function start(stops: Array<() => Promise<void>>, stopAll: () => Promise<v
   await assertReachable(db, config.databaseUrl!);
   const applied = await migrate(db);
   if (applied.length) log(`migrations applied: ${applied.join(', ')}`);
+
+  if (!config.providersFile) {
+    // The dev stack verifies its simulated providers, so failover to sim-backup is allowed.
+    const operations = createRegistry();
+    const { providers, routeFor } = await loadProviders(config, operations);
+    const records = await verifyContracts({ db, operations, providers, routeFor }, {}, { samples: config.contracts.samples, timeoutMs: config.attempts.timeoutMs });
+    log(`contracts verified: ${records.map((r) => `${r.provider}/${r.model} ${r.passed ? 'pass' : 'FAIL'}`).join(', ')}`);
+  }
 
   // One process here: the API's /metrics also shows the worker's counters.
   const metrics = createMetrics({ defaultMetrics: true });

@@ -69,7 +69,7 @@ export interface AttemptOutcome {
 }
 
 /** The route step the next attempt goes to, or why there is none. */
-export type NextStep = { kind: 'step'; step: RouteStep; index: number } | { kind: 'exhausted'; detail: string };
+export type NextStep = { kind: 'step'; step: RouteStep; index: number; skipped: string[] } | { kind: 'exhausted'; detail: string };
 
 /** How the next attempt relates to the previous one (for metrics and events). */
 export type AttemptKind = 'first' | 'retry' | 'fallback';

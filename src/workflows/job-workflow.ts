@@ -68,6 +68,7 @@ export async function jobWorkflow(input: JobWorkflowInput): Promise<string> {
   let routeIndex = plan.nextRouteIndex;
   let previousProvider: string | undefined = plan.live?.provider;
   let failuresInARow = 0;
+  const skippedSteps = new Set<string>();
   let live = plan.live;
 
   for (;;) {
@@ -80,7 +81,8 @@ export async function jobWorkflow(input: JobWorkflowInput): Promise<string> {
       live = undefined;
     } else {
       if (attemptsMade >= plan.maxAttempts) {
-        await ledger.failJob(jobId, { type: 'attempts_exhausted', detail: `all ${plan.maxAttempts} attempts failed; see the attempts for each error` });
+        const why = skippedSteps.size ? `; fallbacks skipped: ${[...skippedSteps].join('; ')}` : '';
+        await ledger.failJob(jobId, { type: 'attempts_exhausted', detail: `all ${plan.maxAttempts} attempts failed; see the attempts for each error${why}` });
         break;
       }
       // Invariant 6: only a verified provider takes a fallback attempt.
@@ -90,6 +92,7 @@ export async function jobWorkflow(input: JobWorkflowInput): Promise<string> {
         break;
       }
       routeIndex = next.index;
+      next.skipped.forEach((skip) => skippedSteps.add(skip));
       const step = next.step;
       const kind: AttemptKind = attemptsMade === 0 ? 'first' : step.provider === previousProvider ? 'retry' : 'fallback';
       const opened = await ledger.openAttempt({ jobId, provider: step.provider, model: step.model, kind });

@@ -1,6 +1,6 @@
 import type { Worker } from '@temporalio/worker';
 import { createActivities } from '../../src/activities';
-import { buildApp, type App } from '../../src/api/app';
+import { apiContracts, buildApp, type App } from '../../src/api/app';
 import { JobWaiter } from '../../src/api/job-waiter';
 import { loadConfig, parseApiKeys } from '../../src/config';
 import { createMetrics, type Metrics } from '../../src/metrics/metrics';
@@ -86,6 +86,7 @@ export async function startTestStack(opts: TestStackOptions = {}): Promise<TestS
     db: db.pool,
     workflows,
     operations,
+    contracts: apiContracts(config, providers, () => route),
     metrics,
     waiter,
     temporalReady: async () => {
