@@ -13,7 +13,9 @@ CREATE TABLE jobs (
                    CHECK (status IN ('accepted', 'running', 'awaiting_resolution', 'succeeded', 'failed', 'cancelled')),
   result           jsonb,
   error            jsonb,
-  -- bumped by every change that can decide who wins the result slot (invariant 5)
+  -- bumped by every change after which an attempt opened earlier must no longer
+  -- win the result slot: a result, an attempt failed or resolved, a cancellation,
+  -- a terminal write (invariant 5). Marking an attempt unknown does not bump it.
   version          bigint      NOT NULL DEFAULT 0,
   workflow_id      text        NOT NULL,
   -- What the API shows beside the row (attempts, effects, events), kept by the

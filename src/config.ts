@@ -1,3 +1,4 @@
+import { DEFAULT_TASK_QUEUE } from './temporal/names';
 /**
  * Configuration, parsed and checked once at boot into a typed object. Every
  * component takes the slice it needs; nothing else reads process.env.
@@ -5,6 +6,9 @@
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
+
+/** The principal id operator keys act as; no API key may claim it. */
+export const OPERATOR_PRINCIPAL = 'operator';
 
 export interface ApiKeys {
   /** api key → principal id */
@@ -82,6 +86,7 @@ export function parseApiKeys(apiKeys: string | undefined, operatorKeys: string |
     const key = pair.slice(colon + 1).trim();
     if (colon <= 0 || !key || !principal) throw new ConfigError('ONCEFLOW_API_KEYS must be a comma-separated list of principal:key pairs');
     if (principals.has(key)) throw new ConfigError('ONCEFLOW_API_KEYS lists one key twice');
+    if (principal === OPERATOR_PRINCIPAL) throw new ConfigError(`ONCEFLOW_API_KEYS: "${OPERATOR_PRINCIPAL}" is reserved for operator keys (ONCEFLOW_OPERATOR_KEYS)`);
     principals.set(key, principal);
   }
   const operators = (operatorKeys ?? '').split(',').map((s) => s.trim()).filter(Boolean);
@@ -100,7 +105,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): OnceflowConfig
     temporal: {
       address: env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233',
       namespace: env.TEMPORAL_NAMESPACE ?? 'onceflow',
-      taskQueue: env.ONCEFLOW_TASK_QUEUE ?? 'onceflow-jobs',
+      taskQueue: env.ONCEFLOW_TASK_QUEUE ?? DEFAULT_TASK_QUEUE,
       uiUrl: (env.TEMPORAL_UI_URL ?? 'http://127.0.0.1:8233').replace(/\/$/, ''),
     },
     api: {

@@ -45,7 +45,6 @@ export function createAttemptActivities(deps: ActivityDeps) {
       metrics.attemptOutcomes.inc({ operation: operationName, provider: attempt.provider, status: 'failed', class: 'contract_violation' });
       return outcomeOf(attempt.id);
     }
-    void raw;
     // With effects to run, the job is not done yet: its result waits for their receipts.
     const committed = await commitAttemptResult(db, attempt.id, check.output, { terminal: !operation.effects?.length });
     if (committed === 'discarded') metrics.lateResultsDiscarded.inc({ operation: operationName, provider: attempt.provider });

@@ -13,8 +13,6 @@ export interface Clock {
   now(): Date;
 }
 
-export const systemClock: Clock = { now: () => new Date() };
-
 export interface AttemptSettings {
   timeoutMs: number;
   heartbeatTimeoutMs: number;

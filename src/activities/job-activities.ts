@@ -25,6 +25,7 @@ export function createJobActivities(deps: ActivityDeps) {
       return {
         status: job.status,
         terminal: isTerminal(job.status),
+        hasWinner: job.completedBy !== null,
         operation: job.operation,
         route,
         maxAttempts: deps.attempts.maxAttempts,

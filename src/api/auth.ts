@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { ApiKeys } from '../config';
+import { OPERATOR_PRINCIPAL, type ApiKeys } from '../config';
 import { ProblemError, ProblemType } from './problems';
 
 export interface Principal {
@@ -9,8 +9,6 @@ export interface Principal {
   label: string;
 }
 
-/** Principal id that operator keys act as when they submit jobs themselves. */
-export const OPERATOR_PRINCIPAL = 'operator';
 
 interface KeyEntry {
   digest: Buffer;

@@ -23,6 +23,7 @@ export class JobWaiter {
       // The next wait reconnects; waits in progress fall back to their timeout.
       this.client = undefined;
       this.connecting = undefined;
+      void client.end().catch(() => undefined);
     });
     await client.connect();
     await client.query(`LISTEN ${JOB_TERMINAL_CHANNEL}`);
@@ -32,8 +33,13 @@ export class JobWaiter {
   /** Resolves when jobId is announced terminal, or after timeoutMs, whichever comes first. */
   async wait(jobId: string, timeoutMs: number, isTerminalNow: () => Promise<boolean>): Promise<void> {
     if (!this.client) {
-      this.connecting ??= this.connect();
-      await this.connecting;
+      this.connecting ??= this.connect().catch((err: unknown) => {
+        // Not kept: the next wait tries to connect again.
+        this.connecting = undefined;
+        throw err;
+      });
+      // Without LISTEN the wait still ends: by the job's own state, or the timeout.
+      await this.connecting.catch(() => undefined);
     }
     await new Promise<void>((resolve) => {
       const wakers = this.waiting.get(jobId) ?? new Set<() => void>();

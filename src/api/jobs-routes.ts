@@ -257,7 +257,7 @@ export async function registerJobCommandRoutes(app: FastifyInstance, deps: ApiDe
       if (!details || !visibleTo(principal, details.job)) throw notFound();
       const cancelled = await cancelJob(db, details.job.id, { by: principal.label, reason: request.body?.reason });
       if (cancelled === 'terminal') {
-        throw new ProblemError(409, ProblemType.conflict, 'Job is terminal', `job ${details.job.id} is already ${details.job.status}`);
+        throw new ProblemError(409, ProblemType.conflict, 'Job is terminal', `job ${details.job.id} is already terminal; it cannot be cancelled`);
       }
       if (cancelled === 'effects_started') {
         throw new ProblemError(409, ProblemType.conflict, 'Side effects started', `job ${details.job.id} has claimed a side effect; it can no longer be cancelled`);

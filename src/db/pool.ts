@@ -1,4 +1,5 @@
 import { Pool, type PoolClient, type PoolConfig } from 'pg';
+import { isRetryableTransactionError } from './errors';
 
 export type Db = Pool;
 
@@ -39,18 +40,24 @@ export async function assertReachable(pool: Pool, connectionString: string): Pro
   }
 }
 
-/** Runs fn in one transaction: COMMIT on success, ROLLBACK on any throw. */
-export async function inTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
-    const result = await fn(client);
-    await client.query('COMMIT');
-    return result;
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
+/**
+ * Runs fn in one transaction: COMMIT on success, ROLLBACK on any throw. A
+ * deadlock or serialization failure (the transaction was rolled back whole)
+ * runs it again, a few times.
+ */
+export async function inTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>, tries = 3): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN');
+      const result = await fn(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      if (attempt >= tries || !isRetryableTransactionError(err)) throw err;
+    } finally {
+      client.release();
+    }
   }
 }

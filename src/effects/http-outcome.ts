@@ -1,15 +1,17 @@
 import type { PerformResult } from './types';
 
 /**
- * What an HTTP downstream's answer means for an effect. 429 and 503 say the
- * request was not processed; 408, 409 (same key in flight), 500, 502, 504 may
- * have been; other 4xx are a definite no.
+ * What an HTTP downstream's answer means for an effect. Only 429 says the
+ * request was turned away before it was processed; 408, 409 (same key in
+ * flight) and every 5xx may come from a proxy after the service acted, so they
+ * are ambiguous (DESIGN.md treats 502/503/504 as maybe executed); other 4xx are
+ * a definite no.
  */
 export function classifyDownstreamStatus(status: number, retryAfter: string | null): Exclude<PerformResult, { kind: 'done' }> {
   const detail = `downstream answered ${status}`;
-  if (status === 429 || status === 503) {
+  if (status === 429) {
     const seconds = Number(retryAfter);
-    return { kind: 'not_performed', class: status === 429 ? 'rate_limited' : 'unavailable', detail, ...(Number.isFinite(seconds) && seconds > 0 ? { retryAfterMs: seconds * 1000 } : {}) };
+    return { kind: 'not_performed', class: 'rate_limited', detail, ...(Number.isFinite(seconds) && seconds > 0 ? { retryAfterMs: seconds * 1000 } : {}) };
   }
   if (status === 408 || status === 409 || status >= 500) return { kind: 'ambiguous', class: status >= 500 ? 'server_error' : 'in_flight', detail };
   return { kind: 'rejected', class: status === 401 || status === 403 ? 'unauthorized' : 'rejected', detail };

@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
 import { inTransaction } from '../db/pool';
-import { claimEffect, getEffect, renewLease, settleEffect, takeOverEffect, type EffectRecord } from '../ledger/effects';
+import { claimEffect, getEffect, lockJobOfEffect, renewLease, settleEffect, settleEffectLocked, takeOverEffect, type EffectRecord } from '../ledger/effects';
 import { getJob, getJobInput, getJobOutput } from '../ledger/jobs';
 import type { Metrics } from '../metrics/metrics';
 import type { EffectAdapter, EffectContext } from './types';
@@ -69,8 +69,9 @@ export function createEffectRunner(deps: EffectRunnerDeps) {
     if (adapter.performInTransaction) {
       // The write and its settlement commit together, or neither does.
       await inTransaction(db, async (tx) => {
+        await lockJobOfEffect(tx, effect.id);
         const receipt = await adapter.performInTransaction!(tx, context);
-        if (!(await settleEffect(tx, { effectId: effect.id, owner, status: 'succeeded', receipt }))) throw new Error(`lost the lease of ${effect.name}`);
+        if (!(await settleEffectLocked(tx, { effectId: effect.id, owner, status: 'succeeded', receipt }))) throw new Error(`lost the lease of ${effect.name}`);
       });
       metrics.effectsSettled.inc({ effect: effect.name, status: 'succeeded' });
       return stateOf(await getEffect(db, effect.jobId, effect.name));

@@ -17,9 +17,6 @@ export const AttemptStatus = {
 } as const;
 export type AttemptStatus = (typeof AttemptStatus)[keyof typeof AttemptStatus];
 
-/** Statuses in which an attempt blocks a next one (invariant 3). */
-export const LIVE_ATTEMPT_STATUSES: readonly AttemptStatus[] = [AttemptStatus.starting, AttemptStatus.running, AttemptStatus.unknown];
-
 export interface AttemptResolution {
   outcome: 'failed' | 'cancelled';
   reason: string;
@@ -106,13 +103,14 @@ export type OpenAttemptResult =
 export async function openAttempt(db: Pool, opening: { jobId: string; provider: string; model: string }): Promise<OpenAttemptResult> {
   try {
     return await inTransaction(db, async (tx) => {
-      const { rows: jobs } = await tx.query<{ status: string; version: string; terminal: boolean }>(
-        'SELECT status, version, terminal_at IS NOT NULL AS terminal FROM jobs WHERE id = $1 FOR UPDATE',
+      const { rows: jobs } = await tx.query<{ status: string; version: string; done: boolean }>(
+        'SELECT status, version, terminal_at IS NOT NULL OR completed_by IS NOT NULL AS done FROM jobs WHERE id = $1 FOR UPDATE',
         [opening.jobId],
       );
       const job = jobs[0];
       if (!job) throw new Error(`job ${opening.jobId} is not in the ledger`);
-      if (job.terminal) return { kind: 'terminal', status: job.status } as const;
+      // A job that is terminal, or already has its winner, takes no more attempts.
+      if (job.done) return { kind: 'terminal', status: job.status } as const;
       // Invariant 3: this INSERT fails (23505 on attempts_one_live_per_job) while another attempt is live.
       const { rows } = await tx.query<AttemptRow>(
         `INSERT INTO attempts (job_id, seq, provider, model, job_version)
@@ -137,15 +135,18 @@ export async function openAttempt(db: Pool, opening: { jobId: string; provider: 
  * Marks an attempt as sent, just before its request goes out. False when the
  * attempt is no longer `starting` or its job is terminal: then nothing may be sent.
  */
-export async function markAttemptRunning(db: Queryable, attemptId: string): Promise<boolean> {
-  // Only a starting attempt of a job that is still open may send its request.
-  const { rowCount } = await db.query(
-    `UPDATE attempts a SET status = 'running'
-     FROM jobs j
-     WHERE a.id = $1 AND a.status = 'starting' AND j.id = a.job_id AND j.terminal_at IS NULL`,
-    [attemptId],
-  );
-  return rowCount === 1;
+export async function markAttemptRunning(db: Pool, attemptId: string): Promise<boolean> {
+  return inTransaction(db, async (tx) => {
+    await lockJobThenAttempt(tx, attemptId);
+    // Only a starting attempt of a job that is still open may send its request.
+    const { rowCount } = await tx.query(
+      `UPDATE attempts a SET status = 'running'
+       FROM jobs j
+       WHERE a.id = $1 AND a.status = 'starting' AND j.id = a.job_id AND j.terminal_at IS NULL`,
+      [attemptId],
+    );
+    return rowCount === 1;
+  });
 }
 
 export type CommitOutcome = 'succeeded' | 'discarded';
@@ -159,18 +160,23 @@ export type CommitOutcome = 'succeeded' | 'discarded';
  */
 export async function commitAttemptResult(db: Pool, attemptId: string, output: unknown, opts: { terminal: boolean }): Promise<CommitOutcome> {
   return inTransaction(db, async (tx) => {
-    const attempt = await lockAttempt(tx, attemptId);
+    const attempt = await lockJobThenAttempt(tx, attemptId);
     if (attempt.status === AttemptStatus.succeeded || attempt.status === AttemptStatus.discarded) return attempt.status;
+    // Only a live attempt may still win: one ended as failed or cancelled has
+    // been given up on, and a next attempt may hold the slot's hopes now.
+    const mayWin = attempt.status === AttemptStatus.running || attempt.status === AttemptStatus.unknown;
     // Invariant 5: one winner. Any change since the attempt opened (another
-    // result, a resolution, a cancellation) makes this update miss.
-    const won = await tx.query(
-      `UPDATE jobs SET output = $3::jsonb, completed_by = $2, version = version + 1, updated_at = now(),
-              status = CASE WHEN $5::boolean THEN 'succeeded' ELSE 'running' END,
-              result = CASE WHEN $5::boolean THEN $3::jsonb ELSE NULL END,
-              terminal_at = CASE WHEN $5::boolean THEN now() ELSE NULL END
-       WHERE id = $1 AND version = $4 AND completed_by IS NULL`,
-      [attempt.jobId, attempt.id, JSON.stringify(output), attempt.jobVersion, opts.terminal],
-    );
+    // result, a resolution, a failure, a cancellation) makes this update miss.
+    const won = mayWin
+      ? await tx.query(
+          `UPDATE jobs SET output = $3::jsonb, completed_by = $2, version = version + 1, updated_at = now(),
+                  status = CASE WHEN $5::boolean THEN 'succeeded' ELSE 'running' END,
+                  result = CASE WHEN $5::boolean THEN $3::jsonb ELSE NULL END,
+                  terminal_at = CASE WHEN $5::boolean THEN now() ELSE NULL END
+           WHERE id = $1 AND version = $4 AND completed_by IS NULL`,
+          [attempt.jobId, attempt.id, JSON.stringify(output), attempt.jobVersion, opts.terminal],
+        )
+      : { rowCount: 0 };
     if (won.rowCount === 1) {
       await tx.query(`UPDATE attempts SET status = 'succeeded', ended_at = now() WHERE id = $1`, [attempt.id]);
       await appendEvent(tx, attempt.jobId, JobEventType.attemptSucceeded, { attemptId: attempt.id, provider: attempt.provider });
@@ -192,10 +198,17 @@ export async function commitAttemptResult(db: Pool, attemptId: string, output: u
   });
 }
 
-async function lockAttempt(tx: PoolClient, attemptId: string): Promise<AttemptRecord> {
+/**
+ * Locks an attempt's job row, then the attempt: every transition takes the
+ * two in this order (the details triggers update the job row too), so two
+ * transitions of one job never deadlock.
+ */
+async function lockJobThenAttempt(tx: PoolClient, attemptId: string): Promise<AttemptRecord> {
+  const { rows: owner } = await tx.query<{ job_id: string }>('SELECT job_id FROM attempts WHERE id = $1', [attemptId]);
+  if (!owner[0]) throw new Error(`attempt ${attemptId} is not in the ledger`);
+  await tx.query('SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE', [owner[0].job_id]);
   const { rows } = await tx.query<AttemptRow>('SELECT * FROM attempts WHERE id = $1 FOR UPDATE', [attemptId]);
-  if (!rows[0]) throw new Error(`attempt ${attemptId} is not in the ledger`);
-  return toAttempt(rows[0]);
+  return toAttempt(rows[0]!);
 }
 
 export interface AttemptFailure {
@@ -211,6 +224,7 @@ export interface AttemptFailure {
  */
 export async function failAttempt(db: Pool, attemptId: string, failure: AttemptFailure): Promise<boolean> {
   return inTransaction(db, async (tx) => {
+    await lockJobThenAttempt(tx, attemptId);
     const { rows } = await tx.query<{ job_id: string; was: AttemptStatus }>(
       `UPDATE attempts a SET status = 'failed', ended_at = now(), error_class = $2, error_detail = $3,
               evidence = CASE WHEN $4::jsonb IS NULL THEN a.evidence ELSE COALESCE(a.evidence, '{}'::jsonb) || $4::jsonb END
@@ -221,7 +235,13 @@ export async function failAttempt(db: Pool, attemptId: string, failure: AttemptF
     );
     const row = rows[0];
     if (!row) return false;
-    await tx.query(`UPDATE jobs SET status = 'running', updated_at = now() WHERE id = $1 AND status = 'awaiting_resolution'`, [row.job_id]);
+    // The slot's version moves on: a late answer of this attempt can no longer win (invariant 5).
+    await tx.query(
+      `UPDATE jobs SET version = version + 1, updated_at = now(),
+              status = CASE WHEN status = 'awaiting_resolution' THEN 'running' ELSE status END
+       WHERE id = $1`,
+      [row.job_id],
+    );
     await appendEvent(tx, row.job_id, JobEventType.attemptFailed, { attemptId, class: failure.class, detail: failure.detail.slice(0, 500), wasUnknown: row.was === 'unknown' });
     return true;
   });
@@ -235,6 +255,7 @@ export async function failAttempt(db: Pool, attemptId: string, failure: AttemptF
  */
 export async function markAttemptUnknown(db: Pool, attemptId: string, cause: { class: string; detail: string }): Promise<boolean> {
   return inTransaction(db, async (tx) => {
+    await lockJobThenAttempt(tx, attemptId);
     // Invariant 4: a timeout is unknown, not failed.
     const { rows } = await tx.query<{ job_id: string }>(
       `UPDATE attempts SET status = 'unknown', error_class = $2, error_detail = $3

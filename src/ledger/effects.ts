@@ -1,4 +1,4 @@
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import { inTransaction } from '../db/pool';
 import { appendEvent, JobEventType } from './events';
 import type { Queryable } from './queryable';
@@ -86,22 +86,26 @@ export type ClaimResult = { claimed: true; effect: EffectRecord } | { claimed: f
  * existing claim. Nothing is claimed for a job that is terminal or has no
  * winning output.
  */
-export async function claimEffect(db: Queryable, claim: { jobId: string; name: string; owner: string; leaseMs: number }): Promise<ClaimResult> {
-  // Invariant 7: claim before effect. ON CONFLICT DO NOTHING RETURNING tells
-  // exactly one caller that it won; only that caller may perform the effect.
-  const { rows } = await db.query<EffectRow>(
-    `INSERT INTO effects (job_id, name, effect_key, lease_owner, lease_expires_at)
-     SELECT $1, $2, $3, $4, now() + $5 * interval '1 millisecond'
-     WHERE EXISTS (SELECT 1 FROM jobs WHERE id = $1 AND terminal_at IS NULL AND completed_by IS NOT NULL)
-     ON CONFLICT (job_id, name) DO NOTHING
-     RETURNING ${COLUMNS}`,
-    [claim.jobId, claim.name, effectKey(claim.jobId, claim.name), claim.owner, claim.leaseMs],
-  );
-  if (rows[0]) {
-    await appendEvent(db, claim.jobId, JobEventType.effectClaimed, { name: claim.name, owner: claim.owner });
-    return { claimed: true, effect: toEffect(rows[0]) };
-  }
-  return { claimed: false, effect: await getEffect(db, claim.jobId, claim.name) };
+export async function claimEffect(db: Pool, claim: { jobId: string; name: string; owner: string; leaseMs: number }): Promise<ClaimResult> {
+  const claimed = await inTransaction(db, async (tx) => {
+    // The job row is locked first, as cancelJob does: a cancellation and a
+    // claim cannot both succeed.
+    const { rowCount: open } = await tx.query('SELECT 1 FROM jobs WHERE id = $1 AND terminal_at IS NULL AND completed_by IS NOT NULL FOR UPDATE', [claim.jobId]);
+    if (!open) return undefined;
+    // Invariant 7: claim before effect. ON CONFLICT DO NOTHING RETURNING tells
+    // exactly one caller that it won; only that caller may perform the effect.
+    const { rows } = await tx.query<EffectRow>(
+      `INSERT INTO effects (job_id, name, effect_key, lease_owner, lease_expires_at)
+       VALUES ($1, $2, $3, $4, now() + $5 * interval '1 millisecond')
+       ON CONFLICT (job_id, name) DO NOTHING
+       RETURNING ${COLUMNS}`,
+      [claim.jobId, claim.name, effectKey(claim.jobId, claim.name), claim.owner, claim.leaseMs],
+    );
+    if (!rows[0]) return undefined;
+    await appendEvent(tx, claim.jobId, JobEventType.effectClaimed, { name: claim.name, owner: claim.owner });
+    return toEffect(rows[0]);
+  });
+  return claimed ? { claimed: true, effect: claimed } : { claimed: false, effect: await getEffect(db, claim.jobId, claim.name) };
 }
 
 /**
@@ -109,28 +113,51 @@ export async function claimEffect(db: Queryable, claim: { jobId: string; name: s
  * succeeds only once it has expired (invariant 8). A valid lease is never stolen.
  * @returns the effect under its new owner, or undefined when it was not stale.
  */
-export async function takeOverEffect(db: Queryable, takeover: { effectId: string; owner: string; leaseMs: number }): Promise<EffectRecord | undefined> {
-  // Invariant 8: only an expired lease changes hands, and only to one new owner.
+export async function takeOverEffect(db: Pool, takeover: { effectId: string; owner: string; leaseMs: number }): Promise<EffectRecord | undefined> {
+  return inTransaction(db, async (tx) => {
+    await lockJobOfEffect(tx, takeover.effectId);
+    return takeOverLocked(tx, takeover);
+  });
+}
+
+async function takeOverLocked(db: Queryable, takeover: { effectId: string; owner: string; leaseMs: number }): Promise<EffectRecord | undefined> {
+  // Invariant 8: only an expired lease changes hands, and only to one new owner
+  // (the event is written by the same statement).
   const { rows } = await db.query<EffectRow>(
-    `UPDATE effects SET lease_owner = $2, lease_expires_at = now() + $3 * interval '1 millisecond', owners = owners + 1, updated_at = now()
-     WHERE id = $1 AND status = 'pending' AND lease_expires_at < now()
-     RETURNING ${COLUMNS}`,
+    `WITH taken AS (
+       UPDATE effects SET lease_owner = $2, lease_expires_at = now() + $3 * interval '1 millisecond', owners = owners + 1, updated_at = now()
+       WHERE id = $1 AND status = 'pending' AND lease_expires_at < now()
+       RETURNING ${COLUMNS}
+     ), recovered AS (
+       INSERT INTO job_events (job_id, type, detail)
+       SELECT job_id, '${JobEventType.effectRecovered}', jsonb_build_object('name', name, 'owner', lease_owner, 'owners', owners) FROM taken
+     )
+     SELECT * FROM taken`,
     [takeover.effectId, takeover.owner, takeover.leaseMs],
   );
-  if (!rows[0]) return undefined;
-  const effect = toEffect(rows[0]);
-  await appendEvent(db, effect.jobId, JobEventType.effectRecovered, { name: effect.name, owner: takeover.owner, owners: effect.owners });
-  return effect;
+  return rows[0] ? toEffect(rows[0]) : undefined;
 }
 
 /** Extends the lease its owner holds. False when the owner no longer holds it. */
-export async function renewLease(db: Queryable, effectId: string, owner: string, leaseMs: number): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `UPDATE effects SET lease_expires_at = now() + $3 * interval '1 millisecond', updated_at = now()
-     WHERE id = $1 AND status = 'pending' AND lease_owner = $2`,
-    [effectId, owner, leaseMs],
-  );
-  return rowCount === 1;
+export async function renewLease(db: Pool, effectId: string, owner: string, leaseMs: number): Promise<boolean> {
+  return inTransaction(db, async (tx) => {
+    await lockJobOfEffect(tx, effectId);
+    const { rowCount } = await tx.query(
+      `UPDATE effects SET lease_expires_at = now() + $3 * interval '1 millisecond', updated_at = now()
+       WHERE id = $1 AND status = 'pending' AND lease_owner = $2`,
+      [effectId, owner, leaseMs],
+    );
+    return rowCount === 1;
+  });
+}
+
+/**
+ * Locks the job row of an effect. Every effect write takes the job row first
+ * (the details trigger writes it too, and claims and cancellations lock it),
+ * so concurrent writes of one job queue up instead of deadlocking.
+ */
+export async function lockJobOfEffect(tx: PoolClient, effectId: string): Promise<void> {
+  await tx.query('SELECT 1 FROM jobs WHERE id = (SELECT job_id FROM effects WHERE id = $1) FOR UPDATE', [effectId]);
 }
 
 export interface Settlement {
@@ -142,35 +169,42 @@ export interface Settlement {
 }
 
 /**
- * The terminal write of an effect, by its lease holder only. Pass a
- * transaction client to commit it together with the effect itself
- * (record.write does).
+ * The terminal write of an effect, by its lease holder only.
  * @returns false when the caller no longer holds the lease (nothing written).
  */
-export async function settleEffect(db: Queryable, settlement: Settlement): Promise<boolean> {
-  // Only the current lease holder settles; a former owner's late write is refused.
-  const { rows } = await db.query<{ job_id: string; name: string }>(
-    `UPDATE effects SET status = $3, receipt = $4, error = $5, settled_at = now(), updated_at = now(),
-            lease_owner = NULL, lease_expires_at = NULL
-     WHERE id = $1 AND status = 'pending' AND lease_owner = $2
-     RETURNING job_id, name`,
+export async function settleEffect(db: Pool, settlement: Settlement): Promise<boolean> {
+  return inTransaction(db, async (tx) => {
+    await lockJobOfEffect(tx, settlement.effectId);
+    return settleEffectLocked(tx, settlement);
+  });
+}
+
+/**
+ * settleEffect inside the caller's transaction, which must hold the job row
+ * (lockJobOfEffect): record.write commits its row together with this.
+ */
+export async function settleEffectLocked(db: PoolClient, settlement: Settlement): Promise<boolean> {
+  // Only the current lease holder settles; a former owner's late write is
+  // refused. The event is written by the same statement.
+  const { rowCount } = await db.query(
+    `WITH settled AS (
+       UPDATE effects SET status = $3, receipt = $4, error = $5, settled_at = now(), updated_at = now(),
+              lease_owner = NULL, lease_expires_at = NULL
+       WHERE id = $1 AND status = 'pending' AND lease_owner = $2
+       RETURNING job_id, name
+     )
+     INSERT INTO job_events (job_id, type, detail)
+     SELECT job_id, $6, jsonb_strip_nulls(jsonb_build_object('name', name, 'status', $3::text, 'receipt', $4::jsonb, 'error', $5::jsonb)) FROM settled`,
     [
       settlement.effectId,
       settlement.owner,
       settlement.status,
       settlement.receipt ? JSON.stringify(settlement.receipt) : null,
       settlement.error ? JSON.stringify(settlement.error) : null,
+      settlement.status === 'needs_review' ? JobEventType.effectNeedsReview : JobEventType.effectSettled,
     ],
   );
-  const row = rows[0];
-  if (!row) return false;
-  await appendEvent(db, row.job_id, settlement.status === 'needs_review' ? JobEventType.effectNeedsReview : JobEventType.effectSettled, {
-    name: row.name,
-    status: settlement.status,
-    ...(settlement.receipt ? { receipt: settlement.receipt } : {}),
-    ...(settlement.error ? { error: settlement.error } : {}),
-  });
-  return true;
+  return rowCount === 1;
 }
 
 export class EffectNotFoundError extends Error {

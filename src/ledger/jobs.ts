@@ -145,13 +145,16 @@ export const JOB_TERMINAL_CHANNEL = 'onceflow_job_terminal';
  * @returns false when the job is already terminal (nothing changed).
  */
 export async function setJobProgress(db: Queryable, jobId: string, status: typeof JobStatus.running | typeof JobStatus.awaitingResolution): Promise<boolean> {
-  // A terminal job never moves again.
+  // A terminal job never moves again; the event goes with the change, in one statement.
   const { rowCount } = await db.query(
-    `UPDATE jobs SET status = $2, updated_at = now()
-     WHERE id = $1 AND status NOT IN ('succeeded', 'failed', 'cancelled') AND status <> $2`,
-    [jobId, status],
+    `WITH moved AS (
+       UPDATE jobs SET status = $2, updated_at = now()
+       WHERE id = $1 AND terminal_at IS NULL AND status <> $2
+       RETURNING id
+     )
+     INSERT INTO job_events (job_id, type) SELECT id, $3 FROM moved`,
+    [jobId, status, status === JobStatus.running ? JobEventType.running : JobEventType.awaitingResolution],
   );
-  if (rowCount) await appendEvent(db, jobId, status === JobStatus.running ? JobEventType.running : JobEventType.awaitingResolution);
   return Boolean(rowCount);
 }
 
@@ -168,13 +171,17 @@ export interface JobError {
  * @returns false when the job was already terminal.
  */
 export async function failJob(db: Queryable, jobId: string, error: JobError): Promise<boolean> {
-  // A terminal job never moves again.
+  // A terminal job never moves again. The event is written by the same statement,
+  // so whoever hears of the terminal state also sees why.
   const { rowCount } = await db.query(
-    `UPDATE jobs SET status = 'failed', error = $2, version = version + 1, terminal_at = now(), updated_at = now()
-     WHERE id = $1 AND terminal_at IS NULL`,
-    [jobId, JSON.stringify(error)],
+    `WITH done AS (
+       UPDATE jobs SET status = 'failed', error = $2, version = version + 1, terminal_at = now(), updated_at = now()
+       WHERE id = $1 AND terminal_at IS NULL
+       RETURNING id
+     )
+     INSERT INTO job_events (job_id, type, detail) SELECT id, '${JobEventType.failed}', $3 FROM done`,
+    [jobId, JSON.stringify(error), JSON.stringify({ type: error.type, detail: error.detail })],
   );
-  if (rowCount) await appendEvent(db, jobId, JobEventType.failed, { type: error.type, detail: error.detail });
   return Boolean(rowCount);
 }
 
@@ -188,6 +195,8 @@ export type CancelOutcome = 'cancelled' | 'terminal' | 'effects_started';
  */
 export async function cancelJob(db: Pool, jobId: string, cancellation: { by: string; reason?: string }): Promise<CancelOutcome> {
   return inTransaction(db, async (tx) => {
+    // The job row first (claimEffect locks it too), then a fresh look at effects.
+    await tx.query('SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE', [jobId]);
     // Not after an effect was claimed: cancelling could not take it back.
     const { rowCount } = await tx.query(
       `UPDATE jobs SET status = 'cancelled', version = version + 1, terminal_at = now(), updated_at = now()
@@ -216,11 +225,15 @@ export async function getJobOutput(db: Queryable, id: string): Promise<unknown> 
  * @returns false when the job was already terminal or has no winner.
  */
 export async function settleJob(db: Queryable, jobId: string, result: unknown): Promise<boolean> {
+  // Only a job with a winner and not yet terminal; the event goes with it in one statement.
   const { rowCount } = await db.query(
-    `UPDATE jobs SET status = 'succeeded', result = $2, version = version + 1, terminal_at = now(), updated_at = now()
-     WHERE id = $1 AND terminal_at IS NULL AND completed_by IS NOT NULL`,
+    `WITH done AS (
+       UPDATE jobs SET status = 'succeeded', result = $2, version = version + 1, terminal_at = now(), updated_at = now()
+       WHERE id = $1 AND terminal_at IS NULL AND completed_by IS NOT NULL
+       RETURNING id
+     )
+     INSERT INTO job_events (job_id, type, detail) SELECT id, '${JobEventType.succeeded}', '{}'::jsonb FROM done`,
     [jobId, JSON.stringify(result)],
   );
-  if (rowCount) await appendEvent(db, jobId, JobEventType.succeeded, {});
   return Boolean(rowCount);
 }

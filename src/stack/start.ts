@@ -36,7 +36,15 @@ runMain('onceflow', async () => {
 });
 
 async function start(stops: Array<() => Promise<void>>, stopAll: () => Promise<void>): Promise<() => Promise<void>> {
-  const env = { ...process.env };
+  // Short timeouts on the dev stack, so the demo's unknown attempts and stale
+  // effects resolve in seconds; any of them set in the environment wins.
+  const env: NodeJS.ProcessEnv = {
+    ONCEFLOW_ATTEMPT_TIMEOUT_MS: '5000',
+    ONCEFLOW_RECONCILE_INTERVAL_MS: '5000',
+    ONCEFLOW_HEARTBEAT_TIMEOUT_MS: '3000',
+    ONCEFLOW_EFFECT_LEASE_MS: '5000',
+    ...process.env,
+  };
   let demoKey: string | undefined;
   if (!env.ONCEFLOW_API_KEYS && !env.ONCEFLOW_OPERATOR_KEYS) {
     demoKey = `k_demo_${randomBytes(12).toString('hex')}`;

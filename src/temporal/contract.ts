@@ -6,7 +6,7 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineSignal } from '@temporalio/workflow';
 
-export const DEFAULT_TASK_QUEUE = 'onceflow-jobs';
+export { DEFAULT_TASK_QUEUE } from './names';
 
 /** The workflow type name, as registered by the worker and started by the API. */
 export const JOB_WORKFLOW = 'jobWorkflow';
@@ -40,6 +40,8 @@ export interface RouteStep {
 export interface JobPlan {
   status: string;
   terminal: boolean;
+  /** The AI step already has its winning result (only effects are left). */
+  hasWinner: boolean;
   operation: string;
   route: RouteStep[];
   maxAttempts: number;

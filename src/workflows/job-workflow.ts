@@ -56,9 +56,10 @@ export async function jobWorkflow(input: JobWorkflowInput): Promise<string> {
   async function reconcile(attemptId: string, outcome: AttemptOutcome): Promise<AttemptOutcome> {
     while (outcome.status === 'unknown' && !outcome.jobTerminal) {
       setStatus('awaiting_resolution');
+      // Cleared before the look, so a signal that arrives meanwhile is not lost.
+      changed = false;
       outcome = await ledger.reconcileAttempt(attemptId);
       if (outcome.status !== 'unknown' || outcome.jobTerminal) break;
-      changed = false;
       await condition(() => changed, plan.reconcileIntervalMs);
     }
     return outcome;
@@ -71,7 +72,8 @@ export async function jobWorkflow(input: JobWorkflowInput): Promise<string> {
   const skippedSteps = new Set<string>();
   let live = plan.live;
 
-  for (;;) {
+  // A job whose AI step already has a winner (a later run of its workflow) goes straight to its effects.
+  for (; !plan.hasWinner; ) {
     let attemptId: string;
     let outcome: AttemptOutcome;
     if (live) {
@@ -113,8 +115,8 @@ export async function jobWorkflow(input: JobWorkflowInput): Promise<string> {
     if (outcome.jobTerminal || outcome.status === 'succeeded' || outcome.status === 'discarded') break;
 
     // failed or cancelled: the next attempt goes along the route.
-    failuresInARow++;
     routeIndex++;
+    failuresInARow = plan.route[routeIndex % plan.route.length]?.provider === previousProvider ? failuresInARow + 1 : 1;
     // Backoff (and a 429's Retry-After) concern the provider that failed, not a fallback.
     if (plan.route[routeIndex % plan.route.length]?.provider === previousProvider) {
       await sleep(Math.max(outcome.retryAfterMs ?? 0, plan.backoffMs * 2 ** (failuresInARow - 1)));
@@ -133,11 +135,12 @@ export async function jobWorkflow(input: JobWorkflowInput): Promise<string> {
    */
   async function runEffects(): Promise<void> {
     const now = await ledger.jobStatus(jobId);
-    if (now.terminal || !now.hasWinner || plan.effects.length === 0) return;
+    if (now.terminal || !now.hasWinner) return;
+    if (plan.effects.length === 0) return;
     const effects = proxyActivities<Activities>({
+      // The claim's lease bounds a try; a try Temporal gives up on is recovered through the ledger.
       startToCloseTimeout: plan.effectTimeoutMs,
-      heartbeatTimeout: plan.heartbeatTimeoutMs,
-      // No hidden retries of a side effect: a lost try is recovered through the ledger.
+      // No hidden retries of a side effect.
       retry: { maximumAttempts: 1 },
     });
     const tolerant = async (run: () => Promise<EffectStateView>, name: string): Promise<EffectStateView> => {
@@ -151,16 +154,22 @@ export async function jobWorkflow(input: JobWorkflowInput): Promise<string> {
     for (const name of plan.effects) {
       let state = await tolerant(() => effects.performEffect({ jobId, name }), name);
       while (state.status !== 'succeeded' && state.status !== 'failed') {
-        if (state.status === 'needs_review') {
-          setStatus('needs_review');
-          changed = false;
-          await condition(() => changed);
-          state = await ledger.inspectEffect({ jobId, name });
-        } else {
-          // Pending under a lease (ours, ambiguous; or a lost owner's): recover once it runs out.
-          await sleep(Math.max(100, state.leaseRemainingMs + 50));
-          state = await tolerant(() => effects.recoverEffect({ jobId, name }), name);
+        if (state.status === 'absent') {
+          // Nothing was claimed: the job became terminal (a cancellation won) or the effect cannot be run here.
+          if ((await ledger.jobStatus(jobId)).terminal) return;
+          await ledger.failJob(jobId, { type: 'effect_failed', detail: `${name} could not be claimed or performed by this deployment (is its adapter configured?)`, effect: name });
+          return;
         }
+        if (state.status === 'needs_review') {
+          // An operator settles it; the signal wakes us, and a look every interval covers a lost signal.
+          changed = false;
+          state = await ledger.inspectEffect({ jobId, name });
+          if (state.status === 'needs_review') await condition(() => changed, plan.reconcileIntervalMs);
+          continue;
+        }
+        // Pending under a lease (ours, ambiguous; or a lost owner's): recover once it runs out.
+        await sleep(Math.max(100, state.leaseRemainingMs + 50));
+        state = await tolerant(() => effects.recoverEffect({ jobId, name }), name);
       }
       if (state.status === 'failed') break;
     }

@@ -3,9 +3,9 @@ import { createEffectRunner } from '../../src/effects/runner';
 import { createMessageSend } from '../../src/effects/message-send';
 import { requestDigest } from '../../src/jobs/digest';
 import { jobWorkflowId } from '../../src/jobs/scope';
-import { commitAttemptResult, openAttempt } from '../../src/ledger/attempts';
+import { commitAttemptResult, markAttemptRunning, openAttempt } from '../../src/ledger/attempts';
 import { claimEffect, effectKey, getEffect } from '../../src/ledger/effects';
-import { admitJob } from '../../src/ledger/jobs';
+import { admitJob, cancelJob } from '../../src/ledger/jobs';
 import { createMetrics } from '../../src/metrics/metrics';
 import { startSimDownstream, type SimDownstream } from '../../src/sim/downstream-server';
 import { createTestDatabase, type TestDatabase } from '../harness/database';
@@ -42,6 +42,7 @@ describe('effect claims and recovery', () => {
     const { job } = await admitJob(db.pool, { ...scope, input, schemaVersion: 1, requestDigest: requestDigest('support.reply', 1, input), workflowId: jobWorkflowId(scope) });
     const opened = await openAttempt(db.pool, { jobId: job.id, provider: 'sim-primary', model: 'sim-small' });
     if (opened.kind !== 'opened') throw new Error('no attempt');
+    await markAttemptRunning(db.pool, opened.attempt.id);
     await commitAttemptResult(db.pool, opened.attempt.id, { reply, escalate: false }, { terminal: false });
     return { jobId: job.id, ticketId };
   }
@@ -128,15 +129,31 @@ describe('effect claims and recovery', () => {
     expect(deliveriesOf(dedupingDownstream, ticketId)[0]!.idempotencyKey).toBe(effectKey(jobId, 'message.send'));
   });
 
-  it('tries again, under its own claim, when the downstream says it did not act (503)', async () => {
-    // Arrange: a 503 records nothing; the directive would apply to every try, so it fails for good after max tries.
-    const { jobId, ticketId } = await jobWithWinner('Sorry @sink(status=503)');
+  it('tries again, under its own claim, when the downstream turned the request away (429), then fails', async () => {
+    // Arrange: the directive applies to every try, so it fails for good after the last one.
+    const { jobId, ticketId } = await jobWithWinner('Sorry @sink(status=429)');
 
     // Act
     const state = await runnerFor(downstream).perform(jobId, 'message.send', 'worker-a');
 
     // Assert
-    expect(state).toMatchObject({ status: 'failed', error: { class: 'unavailable' } });
+    expect(state).toMatchObject({ status: 'failed', error: { class: 'rate_limited', detail: expect.stringContaining('after 2 tries') } });
+    expect(deliveriesOf(downstream, ticketId)).toHaveLength(0);
+  });
+
+  it('does not repeat a send answered 503 (a proxy may answer so after the service acted): it looks the receipt up, then asks for review', async () => {
+    // Arrange
+    const { jobId, ticketId } = await jobWithWinner('Sorry @sink(status=503)');
+    const runner = runnerFor(downstream);
+
+    // Act
+    const first = await runner.perform(jobId, 'message.send', 'worker-a');
+    await waitForLease();
+    const recovered = await runner.recover(jobId, 'message.send', 'worker-b');
+
+    // Assert
+    expect(first.status).toBe('pending');
+    expect(recovered).toMatchObject({ status: 'needs_review', error: { class: 'not_found_unsafe_to_repeat' } });
     expect(deliveriesOf(downstream, ticketId)).toHaveLength(0);
   });
 
@@ -158,5 +175,35 @@ describe('effect claims and recovery', () => {
 
     // Assert
     expect(claim).toEqual({ claimed: false, effect: undefined });
+  });
+});
+
+describe('cancellation and claims', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterAll(() => db.drop());
+
+  it('lets exactly one of a cancellation and a claim raced at once win', async () => {
+    for (let round = 0; round < 10; round++) {
+      // Arrange: a job whose AI step has a winner.
+      const scope = { principalId: 'alice', operation: 'support.reply', idempotencyKey: randomUUID() };
+      const input = { ticketId: 'T-race', customerMessage: 'hi', channel: 'email' };
+      const { job } = await admitJob(db.pool, { ...scope, input, schemaVersion: 1, requestDigest: requestDigest('support.reply', 1, input), workflowId: jobWorkflowId(scope) });
+      const opened = await openAttempt(db.pool, { jobId: job.id, provider: 'p', model: 'm' });
+      if (opened.kind !== 'opened') throw new Error('no attempt');
+      await markAttemptRunning(db.pool, opened.attempt.id);
+      await commitAttemptResult(db.pool, opened.attempt.id, { reply: 'x', escalate: false }, { terminal: false });
+
+      // Act
+      const [cancelled, claim] = await Promise.all([
+        cancelJob(db.pool, job.id, { by: 'alice' }),
+        claimEffect(db.pool, { jobId: job.id, name: 'message.send', owner: 'w', leaseMs: 1000 }),
+      ]);
+
+      // Assert: never both.
+      expect([cancelled === 'cancelled', claim.claimed].filter(Boolean)).toHaveLength(1);
+    }
   });
 });
