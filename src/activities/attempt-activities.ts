@@ -156,7 +156,8 @@ export function createAttemptActivities(deps: ActivityDeps) {
       const job = await getJob(db, attempt.jobId);
       const operation = job?.operation ?? '';
       if (attempt.status !== AttemptStatus.unknown) {
-        metrics.attemptsResolved.inc({ operation, via: attempt.resolution ? 'operator' : 'ledger', outcome: attempt.status });
+        // An operator's resolution was counted by the API; anything else moved it through the ledger (a late commit).
+        if (!attempt.resolution) metrics.attemptsResolved.inc({ operation, via: 'ledger', outcome: attempt.status });
         return outcomeOf(attemptId);
       }
       if (!job || isTerminal(job.status)) return outcomeOf(attemptId);
