@@ -1,0 +1,44 @@
+import { spawn } from 'node:child_process';
+import net from 'node:net';
+import path from 'node:path';
+import { readHarnessState } from '../harness/state';
+
+/** `npm start` with a broken environment: one line saying what is wrong, a non-zero exit, nothing left running. */
+describe('start-up errors', () => {
+  function start(env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+    const child = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(__dirname, '..', '..', 'src', 'stack', 'start.ts')], {
+      env: { ...process.env, SIM_PRIMARY_PORT: '0', SIM_BACKUP_PORT: '0', SIM_DOWNSTREAM_PORT: '0', ONCEFLOW_API_PORT: '0', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => (stdout += chunk));
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    return new Promise((resolve) => child.on('exit', (code) => resolve({ code, stdout, stderr })));
+  }
+
+  it('names an unreachable DATABASE_URL, without its password, in one line', async () => {
+    // Act
+    const result = await start({ DATABASE_URL: 'postgres://app:s3cret@127.0.0.1:1/app', TEMPORAL_ADDRESS: readHarnessState().temporalAddress });
+
+    // Assert
+    expect(result.code).toBe(1);
+    expect(result.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^onceflow: PostgreSQL at postgres:\/\/app:\*\*\*@127\.0\.0\.1:1\/app is not reachable .*check DATABASE_URL/)]);
+    expect(result.stdout + result.stderr).not.toContain('s3cret');
+  }, 60_000);
+
+  it('names a busy Temporal port and what to change, in one line', async () => {
+    // Arrange
+    const holder = net.createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const port = (holder.address() as net.AddressInfo).port;
+
+    // Act
+    const result = await start({ DATABASE_URL: readHarnessState().adminDatabaseUrl, TEMPORAL_ADDRESS: '', TEMPORAL_PORT: String(port) });
+    holder.close();
+
+    // Assert
+    expect(result.code).toBe(1);
+    expect(result.stderr.trim().split('\n')).toEqual([`onceflow: port ${port} on 127.0.0.1 is busy; set TEMPORAL_PORT or port in temporal-dev.yaml, or stop what uses it`]);
+  }, 60_000);
+});
