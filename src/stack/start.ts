@@ -11,7 +11,7 @@ import { migrate } from '../db/migrate';
 import { assertReachable, createPool, redactUrl } from '../db/pool';
 import { simStackOptionsFromEnv, startSimStack } from '../sim/main';
 import { createMetrics } from '../metrics/metrics';
-import { runMain } from './main-helpers';
+import { runMain, throwIfInterrupted } from './main-helpers';
 import { dataDir } from './paths';
 import { startEmbeddedPostgres } from './postgres';
 import { loadProviders, startApi, startWorker } from './services';
@@ -22,20 +22,25 @@ import { resolveTemporalCli } from './tools';
 
 const log = (line: string): void => console.log(`onceflow: ${line}`);
 
-runMain('onceflow', async () => {
+runMain('onceflow', async (signal) => {
   const stops: Array<() => Promise<void>> = [];
   const stopAll = async (): Promise<void> => {
     for (const stop of stops.reverse()) await stop().catch((err: unknown) => log(`while stopping: ${(err as Error).message}`));
   };
   try {
-    return await start(stops, stopAll);
+    return await start(stops, stopAll, signal);
   } catch (err) {
     await stopAll();
     throw err;
   }
 });
 
-async function start(stops: Array<() => Promise<void>>, stopAll: () => Promise<void>): Promise<() => Promise<void>> {
+async function start(stops: Array<() => Promise<void>>, stopAll: () => Promise<void>, signal: AbortSignal): Promise<() => Promise<void>> {
+  // Ctrl-C during start-up: each step checks, and the caller stops what was started.
+  const step = <T>(value: T): T => {
+    throwIfInterrupted(signal);
+    return value;
+  };
   // Short timeouts on the dev stack, so the demo's unknown attempts and stale
   // effects resolve in seconds; any of them set in the environment wins.
   const env: NodeJS.ProcessEnv = {
@@ -61,6 +66,7 @@ async function start(stops: Array<() => Promise<void>>, stopAll: () => Promise<v
       log,
     });
     stops.push(pg.stop);
+    step(pg);
     env.DATABASE_URL = pg.url;
     log(`PostgreSQL (embedded) at ${redactUrl(pg.url)}`);
   }
@@ -71,6 +77,7 @@ async function start(stops: Array<() => Promise<void>>, stopAll: () => Promise<v
     const cli = await resolveTemporalCli({ build: true, log });
     const server = cli ? await startDevServer(cli.path, devConfig, log) : await startDevServerByDownload(devConfig, log);
     stops.push(server.stop);
+    step(server);
     env.TEMPORAL_ADDRESS = server.address;
     env.TEMPORAL_NAMESPACE = server.namespace;
     uiUrl = server.uiUrl;
@@ -80,6 +87,7 @@ async function start(stops: Array<() => Promise<void>>, stopAll: () => Promise<v
 
   const sims = await startSimStack(simStackOptionsFromEnv(env));
   stops.push(() => sims.close());
+  step(sims);
   log(`simulated providers: ${sims.primary.name} ${sims.primary.url}, ${sims.backup.name} ${sims.backup.url}; downstream ${sims.downstream.url}`);
 
   const config: OnceflowConfig = loadConfig(env);
@@ -101,8 +109,10 @@ async function start(stops: Array<() => Promise<void>>, stopAll: () => Promise<v
   const metrics = createMetrics({ defaultMetrics: true });
   const worker = await startWorker(config, db, metrics);
   stops.push(worker.close);
+  step(worker);
   const api = await startApi(config, db, metrics);
   stops.push(api.close);
+  step(api);
 
   log('ready');
   console.log(`
