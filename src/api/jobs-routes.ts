@@ -176,6 +176,20 @@ export async function registerJobCommandRoutes(app: FastifyInstance, deps: ApiDe
     }
   }
 
+  /** The job an operator acts on. @throws ProblemError 403 for a non-operator, 404 for no such job. */
+  async function jobForOperator(principal: Principal, jobId: string, what: string): Promise<JobDetails> {
+    if (!principal.operator) throw new ProblemError(403, ProblemType.forbidden, 'Forbidden', `only operators may resolve ${what}s`);
+    const details = UUID.test(jobId) ? await loadJobDetailsById(db, jobId) : undefined;
+    if (!details) throw notFound(what);
+    return details;
+  }
+
+  /** After a command: wake the workflow, answer with the job as it is now. */
+  async function wakeAndRender(details: JobDetails, log: FastifyInstance['log']) {
+    await wake(details.job.workflowId, log);
+    return renderJob((await loadJobDetailsById(db, details.job.id))!, context);
+  }
+
   v1.post(
     '/jobs/:id/attempts/:attemptId/resolution',
     {
@@ -190,9 +204,8 @@ export async function registerJobCommandRoutes(app: FastifyInstance, deps: ApiDe
     },
     async (request) => {
       const principal = request.principal!;
-      if (!principal.operator) throw new ProblemError(403, ProblemType.forbidden, 'Forbidden', 'only operators may resolve attempts');
-      const details = UUID.test(request.params.id) ? await loadJobDetailsById(db, request.params.id) : undefined;
-      if (!details || !UUID.test(request.params.attemptId)) throw notFound('attempt');
+      const details = await jobForOperator(principal, request.params.id, 'attempt');
+      if (!UUID.test(request.params.attemptId)) throw notFound('attempt');
       try {
         await resolveAttempt(db, { jobId: details.job.id, attemptId: request.params.attemptId, outcome: request.body.outcome, reason: request.body.reason, by: principal.label });
       } catch (err) {
@@ -203,8 +216,7 @@ export async function registerJobCommandRoutes(app: FastifyInstance, deps: ApiDe
         throw err;
       }
       metrics.attemptsResolved.inc({ operation: details.job.operation, via: 'operator', outcome: request.body.outcome });
-      await wake(details.job.workflowId, request.log);
-      return renderJob((await loadJobDetailsById(db, details.job.id))!, context);
+      return wakeAndRender(details, request.log);
     },
   );
 
@@ -222,9 +234,7 @@ export async function registerJobCommandRoutes(app: FastifyInstance, deps: ApiDe
     },
     async (request) => {
       const principal = request.principal!;
-      if (!principal.operator) throw new ProblemError(403, ProblemType.forbidden, 'Forbidden', 'only operators may resolve effects');
-      const details = UUID.test(request.params.id) ? await loadJobDetailsById(db, request.params.id) : undefined;
-      if (!details) throw notFound('effect');
+      const details = await jobForOperator(principal, request.params.id, 'effect');
       try {
         await resolveEffect(db, { jobId: details.job.id, name: request.params.name, outcome: request.body.outcome, reason: request.body.reason, by: principal.label, receipt: request.body.receipt });
       } catch (err) {
@@ -234,8 +244,7 @@ export async function registerJobCommandRoutes(app: FastifyInstance, deps: ApiDe
         }
         throw err;
       }
-      await wake(details.job.workflowId, request.log);
-      return renderJob((await loadJobDetailsById(db, details.job.id))!, context);
+      return wakeAndRender(details, request.log);
     },
   );
 
@@ -263,8 +272,7 @@ export async function registerJobCommandRoutes(app: FastifyInstance, deps: ApiDe
         throw new ProblemError(409, ProblemType.conflict, 'Side effects started', `job ${details.job.id} has claimed a side effect; it can no longer be cancelled`);
       }
       metrics.jobsCancelled.inc({ operation: details.job.operation });
-      await wake(details.job.workflowId, request.log);
-      return renderJob((await loadJobDetailsById(db, details.job.id))!, context);
+      return wakeAndRender(details, request.log);
     },
   );
 }

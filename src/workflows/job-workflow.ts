@@ -73,7 +73,7 @@ export async function jobWorkflow(input: JobWorkflowInput): Promise<string> {
   let live = plan.live;
 
   // A job whose AI step already has a winner (a later run of its workflow) goes straight to its effects.
-  for (; !plan.hasWinner; ) {
+  while (!plan.hasWinner) {
     let attemptId: string;
     let outcome: AttemptOutcome;
     if (live) {
