@@ -53,7 +53,9 @@ export function loadTemporalDevConfig(
       throw new DevConfigError(`temporal-dev.yaml: search attribute ${name}: ${type} is not NAME: ${[...SEARCH_ATTRIBUTE_TYPES].join('|')}`);
     }
   }
-  const dbFilename = typeof raw.dbFilename === 'string' && raw.dbFilename ? path.resolve(projectRoot, raw.dbFilename) : undefined;
+  // TEMPORAL_DB_FILENAME overrides dbFilename; empty means in memory.
+  const dbFile = env.TEMPORAL_DB_FILENAME ?? raw.dbFilename;
+  const dbFilename = typeof dbFile === 'string' && dbFile ? path.resolve(projectRoot, dbFile) : undefined;
   const portValue = port(env.TEMPORAL_PORT ?? raw.port ?? 7233, 'port');
   return {
     namespace: env.TEMPORAL_NAMESPACE ?? String(raw.namespace ?? 'default'),
