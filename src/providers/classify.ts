@@ -23,14 +23,16 @@ const NOT_SENT_CODES: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ENOTFOUND'
 const NOT_CONNECTED_CODES: ReadonlySet<string> = new Set(['EHOSTUNREACH', 'ENETUNREACH']);
 
 /** Statuses saying the request was malformed or unacceptable as sent. */
-const BAD_REQUEST_STATUSES: ReadonlySet<number> = new Set([400, 404, 409, 413, 422]);
+const BAD_REQUEST_STATUSES: ReadonlySet<number> = new Set([400, 404, 413, 422]);
 const UNAUTHORIZED_STATUSES: ReadonlySet<number> = new Set([401, 403]);
 const BAD_GATEWAY_STATUSES: ReadonlySet<number> = new Set([502, 503, 504]);
 
 /**
  * Classifies an HTTP error status the provider answered with.
- * `failed` only for 4xx that say the request was not acted upon; 408 and every
- * 5xx (500 included: the provider may have executed before failing) are `unknown`,
+ * `failed` only for 4xx that say the request was not acted upon; 408, 409 (with
+ * an idempotency key, "a request with this key is in progress": it may well
+ * execute) and every 5xx (500 included: the provider may have executed before
+ * failing) are `unknown`,
  * and so is anything outside 400-599 (a redirect or an odd status proves nothing).
  * `nowMs` only matters for an HTTP-date `retry-after`.
  */
@@ -53,6 +55,7 @@ export function classifyHttpStatus(
   if (BAD_REQUEST_STATUSES.has(status)) return { outcome: 'failed', class: 'bad_request', detail, httpStatus: status };
   if (UNAUTHORIZED_STATUSES.has(status)) return { outcome: 'failed', class: 'unauthorized', detail, httpStatus: status };
   if (status === 408) return { outcome: 'unknown', class: 'timeout', detail, httpStatus: status };
+  if (status === 409) return { outcome: 'unknown', class: 'in_flight', detail, httpStatus: status };
   if (status >= 400 && status < 500) return { outcome: 'failed', class: 'rejected', detail, httpStatus: status };
   if (BAD_GATEWAY_STATUSES.has(status)) return { outcome: 'unknown', class: 'bad_gateway', detail, httpStatus: status };
   return { outcome: 'unknown', class: 'server_error', detail, httpStatus: status };

@@ -32,7 +32,7 @@ export interface CompletionAnswer {
 /** Failure classes whose request provably never executed: a next attempt may start. */
 export type FailedClass = 'refused' | 'rate_limited' | 'bad_request' | 'unauthorized' | 'rejected';
 /** Failure classes whose request may have executed: the attempt is unknown. */
-export type UnknownClass = 'timeout' | 'connection_lost' | 'bad_gateway' | 'server_error';
+export type UnknownClass = 'timeout' | 'connection_lost' | 'bad_gateway' | 'server_error' | 'in_flight';
 
 export type CallFailure =
   | { outcome: 'failed'; class: FailedClass; detail: string; httpStatus?: number; retryAfterMs?: number }

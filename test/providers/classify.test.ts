@@ -19,7 +19,6 @@ describe('classifyHttpStatus (DESIGN.md attempt outcomes)', () => {
   it.each([
     [400, 'bad_request'],
     [404, 'bad_request'],
-    [409, 'bad_request'],
     [413, 'bad_request'],
     [422, 'bad_request'],
     [401, 'unauthorized'],
@@ -38,6 +37,7 @@ describe('classifyHttpStatus (DESIGN.md attempt outcomes)', () => {
 
   it.each([
     [408, 'timeout'],
+    [409, 'in_flight'],
     [500, 'server_error'],
     [501, 'server_error'],
     [502, 'bad_gateway'],
