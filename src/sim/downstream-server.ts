@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { sinkBehaviourFor, type SinkBehaviour } from './directives';
 import {
   BodyError,
-  ServerLifecycle,
+  createSimServer,
   headerValue,
   isJsonObject,
   readJsonBody,
@@ -67,14 +67,7 @@ export async function startSimDownstream(options: SimDownstreamOptions = {}): Pr
   const host = options.host ?? '127.0.0.1';
   const dedupe = options.dedupe ?? false;
   const deliveries: Delivery[] = [];
-  const server = http.createServer();
-  const lifecycle = new ServerLifecycle(server);
-
-  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
-    route(req, res).catch((error: unknown) => {
-      sendError(res, 500, `simulator failure: ${String(error)}`);
-    });
-  });
+  const lifecycle = createSimServer(route, sendError);
 
   async function route(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://sim.invalid');

@@ -16,7 +16,7 @@ import {
 } from './completion';
 import {
   BodyError,
-  ServerLifecycle,
+  createSimServer,
   headerValue,
   isJsonObject,
   readJsonBody,
@@ -91,14 +91,7 @@ export async function startSimProvider(options: SimProviderOptions): Promise<Sim
   const { name } = options;
   const host = options.host ?? '127.0.0.1';
   const records: MutableRecord[] = [];
-  const server = http.createServer();
-  const lifecycle = new ServerLifecycle(server);
-
-  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
-    route(req, res).catch((error: unknown) => {
-      sendError(res, 500, `simulator failure: ${String(error)}`);
-    });
-  });
+  const lifecycle = createSimServer(route, sendError);
 
   async function route(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const { pathname } = new URL(req.url ?? '/', 'http://sim.invalid');

@@ -150,3 +150,21 @@ export function urlHost(host: string): string {
   if (host === '::') return '[::1]';
   return host.includes(':') ? `[${host}]` : host;
 }
+
+/**
+ * An HTTP server whose requests go to `route`; a route that throws is
+ * answered 500 through `fail` (each simulator has its own error body).
+ * Returns the lifecycle that listens, schedules and tears it all down.
+ */
+export function createSimServer(
+  route: (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>,
+  fail: (res: http.ServerResponse, status: number, message: string) => void,
+): ServerLifecycle {
+  const server = http.createServer();
+  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    route(req, res).catch((error: unknown) => {
+      fail(res, 500, `simulator failure: ${String(error)}`);
+    });
+  });
+  return new ServerLifecycle(server);
+}

@@ -5,6 +5,7 @@ import { createRegistry } from '../../src/operations/registry';
 import { loadConfig } from '../../src/config';
 import { buildActivityDeps } from '../../src/worker/activity-deps';
 import { listAttempts, markAttemptUnknown, openAttempt } from '../../src/ledger/attempts';
+import { until } from '../harness/worker-process';
 import { auth, isTerminalJob, KEYS, readJob, startTestStack, submitReply, waitForJob, type TestStack } from '../harness/stack';
 
 describe('one winner (invariants 3 and 5)', () => {
@@ -64,7 +65,7 @@ describe('one winner (invariants 3 and 5)', () => {
     // A's provider call runs as a real activity, outside the workflow: the zombie that outlived Temporal's timeout.
     stack.app.log.level = 'silent';
     const zombie = new MockActivityEnvironment().run(activities().callProvider, attemptA);
-    await waitFor(() => stack.sims.primary.requests().some((r) => r.requestId === attemptA));
+    await until(() => stack.sims.primary.requests().some((r) => r.requestId === attemptA));
     await markAttemptUnknown(stack.db.pool, attemptA, { class: 'worker_lost', detail: 'Temporal gave up on the activity' });
 
     // Act 1: an operator resolves A; the workflow then runs B on the backup, which wins.
@@ -105,7 +106,7 @@ describe('one winner (invariants 3 and 5)', () => {
     const opened = await openAttempt(stack.db.pool, { jobId, provider: 'sim-primary', model: 'sim-small' });
     if (opened.kind !== 'opened') throw new Error('no attempt');
     const inFlight = new MockActivityEnvironment().run(activities().callProvider, opened.attempt.id) as Promise<{ status: string }>;
-    await waitFor(() => stack.sims.primary.requests().some((r) => r.requestId === opened.attempt.id));
+    await until(() => stack.sims.primary.requests().some((r) => r.requestId === opened.attempt.id));
 
     // Act
     const cancelled = await stack.app.inject({ method: 'POST', url: `/v1/jobs/${jobId}/cancel`, headers: auth(KEYS.alice), payload: { reason: 'user changed their mind' } });
@@ -121,11 +122,3 @@ describe('one winner (invariants 3 and 5)', () => {
     expect(job.attempts[0].status).toBe('discarded');
   });
 });
-
-async function waitFor(check: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
