@@ -23,6 +23,8 @@ export interface OnceflowConfig {
     namespace: string;
     taskQueue: string;
     uiUrl: string;
+    /** How long a workflow task waits on the sticky queue of the worker that ran it last before any worker may take it. */
+    stickyQueueTimeoutMs: number;
   };
   api: {
     host: string;
@@ -107,6 +109,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): OnceflowConfig
       namespace: env.TEMPORAL_NAMESPACE ?? 'onceflow',
       taskQueue: env.ONCEFLOW_TASK_QUEUE ?? DEFAULT_TASK_QUEUE,
       uiUrl: (env.TEMPORAL_UI_URL ?? 'http://127.0.0.1:8233').replace(/\/$/, ''),
+      // Short, so a lost worker's workflows move to another worker in about a second, not ten.
+      stickyQueueTimeoutMs: int(env, 'ONCEFLOW_STICKY_QUEUE_TIMEOUT_MS', 1_000, 100),
     },
     api: {
       host,

@@ -1,75 +1,189 @@
-import { isTerminal, JobStatus } from '../jobs/status';
-import { findLiveAttempt, listAttempts } from '../ledger/attempts';
-import { failJob, getJob, setJobProgress, type JobError } from '../ledger/jobs';
-import type { JobPlan, NextStep } from '../temporal/contract';
 import { eligibility } from '../contracts/eligibility';
+import { inTransaction } from '../db/pool';
+import { finishJobLocked } from '../effects/finish';
+import { JobStatus } from '../jobs/status';
+import {
+  AttemptStatus,
+  failAttemptLocked,
+  findLiveAttempt,
+  listAttempts,
+  lockJobRow,
+  markAttemptUnknownLocked,
+  openAttemptLocked,
+  type AttemptRecord,
+  type LockedJob,
+} from '../ledger/attempts';
+import { listEffects } from '../ledger/effects';
 import { appendEvent, JobEventType } from '../ledger/events';
+import { failJob, setJobProgress, takeJobsToSweep } from '../ledger/jobs';
 import { removeExpiredJobs } from '../ledger/retention';
-import type { ActivityDeps } from '.';
+import type { AttemptKind, JobAction, JobStep, JobTimings, RouteStep } from '../temporal/contract';
+import { repairJobWorkflow } from '../temporal/starter';
+import type { PoolClient } from 'pg';
+import type { ActivityDeps } from './deps';
+
+type Step = JobAction;
+
+/** The attempts at the end of a job's list that went to one provider: how many times in a row it failed. */
+function failuresInARow(attempts: AttemptRecord[], provider: string): number {
+  let count = 0;
+  for (let i = attempts.length - 1; i >= 0 && attempts[i]!.provider === provider; i--) count++;
+  return count;
+}
+
+/** The fallbacks this job's route skipped, once each, as the events recorded them. */
+async function skippedFallbacks(tx: PoolClient, jobId: string): Promise<string[]> {
+  const { rows } = await tx.query<{ line: string }>(
+    `SELECT DISTINCT ON (detail->>'provider', detail->>'model')
+            format('%s/%s: %s (%s)', detail->>'provider', detail->>'model', detail->>'reason', detail->>'detail') AS line
+     FROM job_events WHERE job_id = $1 AND type = $2
+     ORDER BY detail->>'provider', detail->>'model', id DESC`,
+    [jobId, JobEventType.fallbackSkipped],
+  );
+  return rows.map((row) => row.line);
+}
 
 export function createJobActivities(deps: ActivityDeps) {
-  const { db } = deps;
+  const { db, metrics } = deps;
   const clock = deps.clock ?? { now: () => new Date() };
-  return {
-    /** Marks an accepted job running and reads what the workflow needs to drive it. */
-    async beginJob(jobId: string): Promise<JobPlan> {
-      const before = await getJob(db, jobId);
-      if (!before) throw new Error(`job ${jobId} is not in the ledger`);
-      if (before.status === JobStatus.accepted) await setJobProgress(db, jobId, JobStatus.running);
-      const job = (await getJob(db, jobId))!;
-      const attempts = await listAttempts(db, jobId);
-      const live = await findLiveAttempt(db, jobId);
-      const route = deps.routeFor(job.operation);
-      const last = attempts[attempts.length - 1];
-      const lastIndex = last ? route.findIndex((step) => step.provider === last.provider && step.model === last.model) : -1;
-      return {
-        status: job.status,
-        terminal: isTerminal(job.status),
-        hasWinner: job.completedBy !== null,
-        operation: job.operation,
-        route,
-        maxAttempts: deps.attempts.maxAttempts,
-        attemptsMade: attempts.length,
-        nextRouteIndex: last && last.status !== 'unknown' && !live ? lastIndex + 1 : Math.max(lastIndex, 0),
-        attemptTimeoutMs: deps.attempts.timeoutMs,
-        heartbeatTimeoutMs: deps.attempts.heartbeatTimeoutMs,
-        reconcileIntervalMs: deps.attempts.reconcileIntervalMs,
-        backoffMs: deps.attempts.backoffMs,
-        effects: deps.operations.get(job.operation)?.effects ?? [],
-        effectTimeoutMs: deps.effectTimeoutMs,
-        ...(live ? { live: { attemptId: live.id, status: live.status, provider: live.provider } } : {}),
-      };
-    },
+  const timings: JobTimings = {
+    attemptTimeoutMs: deps.attempts.timeoutMs,
+    heartbeatTimeoutMs: deps.attempts.heartbeatTimeoutMs,
+    reconcileIntervalMs: deps.attempts.reconcileIntervalMs,
+    effectTimeoutMs: deps.effectTimeoutMs,
+  };
 
-    /** The job's status now. */
-    async jobStatus(jobId: string): Promise<{ status: JobStatus; terminal: boolean; hasWinner: boolean }> {
-      const job = await getJob(db, jobId);
-      if (!job) throw new Error(`job ${jobId} is not in the ledger`);
-      return { status: job.status, terminal: isTerminal(job.status), hasWinner: job.completedBy !== null };
+  /** Ends a job that has no winner (so no effect can be claimed) as failed. */
+  async function fail(tx: PoolClient, job: LockedJob, type: string, detail: string): Promise<Step> {
+    if (!(await failJob(tx, job.id, { type, detail }))) throw new Error(`job ${job.id} could not be failed (${type})`);
+    return { kind: 'terminal', status: JobStatus.failed };
+  }
+
+  /**
+   * The next route step that may take an attempt after the job's last one
+   * (invariant 6): fallbacks without a current, passing, fresh verification
+   * are skipped, and why.
+   */
+  async function chooseStep(tx: PoolClient, job: LockedJob, route: RouteStep[], last: AttemptRecord | undefined) {
+    const operation = deps.operations.get(job.operation)!;
+    const lastIndex = last ? route.findIndex((step) => step.provider === last.provider && step.model === last.model) : -1;
+    const skipped: Array<RouteStep & { reason: string; detail: string }> = [];
+    for (let offset = 0; offset < route.length; offset++) {
+      const index = (lastIndex + 1 + offset) % route.length;
+      const step = route[index]!;
+      const verdict = await eligibility(tx, operation, step, index === 0 ? 'primary' : 'fallback', deps.gate, clock.now());
+      if (verdict.eligible) return { step, skipped };
+      skipped.push({ ...step, reason: verdict.reason, detail: verdict.detail });
+    }
+    return { step: undefined, skipped };
+  }
+
+  /**
+   * Decides, in one transaction on the locked job row, what the job needs
+   * next, and opens its next attempt when that is what it needs:
+   * - terminal: nothing;
+   * - a winner: its effects;
+   * - an attempt left live by a call that did not report back: `starting`
+   *   provably never sent (failed, not_sent), `running` may have (unknown);
+   * - an unknown attempt: wait for it (invariant 4);
+   * - attempts exhausted or no eligible provider: fail the job;
+   * - the provider that just failed again: its backoff first;
+   * - otherwise: open the attempt `attemptId` (retry-safe) at the next eligible step.
+   */
+  async function advance(tx: PoolClient, request: { jobId: string; attemptId: string }): Promise<Step> {
+    const job = await lockJobRow(tx, request.jobId);
+    // Removed by retention: there is nothing left to drive.
+    if (!job) return { kind: 'terminal', status: 'removed' };
+    if (job.terminal) return { kind: 'terminal', status: job.status };
+    if (job.status === JobStatus.accepted) await setJobProgress(tx, job.id, JobStatus.running);
+    if (job.completedBy) {
+      const settled = new Set((await listEffects(tx, job.id)).filter((effect) => effect.status === 'succeeded').map((effect) => effect.name));
+      return { kind: 'effects', names: (deps.operations.get(job.operation)?.effects ?? []).filter((name) => !settled.has(name)) };
+    }
+
+    const live = await findLiveAttempt(tx, job.id);
+    if (live?.status === AttemptStatus.unknown) return { kind: 'await', attemptId: live.id };
+    if (live?.status === AttemptStatus.starting && live.id === request.attemptId) {
+      return { kind: 'call', attemptId: live.id, provider: live.provider, model: live.model };
+    }
+    if (live?.status === AttemptStatus.starting) {
+      // Its call never marked it sent, and the CAS on `starting` keeps a late one from doing so now.
+      await failAttemptLocked(tx, live.id, AttemptStatus.starting, { class: 'not_sent', detail: 'the provider call did not start (its worker was lost); nothing was sent' });
+      metrics.attemptOutcomes.inc({ operation: job.operation, provider: live.provider, status: 'failed', class: 'not_sent' });
+    } else if (live?.status === AttemptStatus.running) {
+      await markAttemptUnknownLocked(tx, live.id, { class: 'worker_lost', detail: 'the provider call did not report back in time (worker lost or overran)' });
+      metrics.attemptsUnknown.inc({ operation: job.operation, provider: live.provider, cause: 'worker_lost' });
+      return { kind: 'await', attemptId: live.id };
+    }
+
+    const attempts = await listAttempts(tx, job.id);
+    if (attempts.length >= deps.attempts.maxAttempts) {
+      const skipped = await skippedFallbacks(tx, job.id);
+      const why = skipped.length ? `; fallbacks skipped: ${skipped.join('; ')}` : '';
+      return fail(tx, job, 'attempts_exhausted', `all ${deps.attempts.maxAttempts} attempts failed; see the attempts for each error${why}`);
+    }
+    const route = deps.routeFor(job.operation);
+    if (!deps.operations.has(job.operation) || route.length === 0) return fail(tx, job, 'no_eligible_provider', `no provider route is configured for ${job.operation}`);
+    const last = attempts[attempts.length - 1];
+    const { step, skipped } = await chooseStep(tx, job, route, last);
+    if (!step) {
+      const why = skipped.map((skip) => `${skip.provider}/${skip.model}: ${skip.reason} (${skip.detail})`).join('; ');
+      return fail(tx, job, 'no_eligible_provider', `no eligible provider is left: ${why}`);
+    }
+    // Backoff (and a 429's Retry-After) concern the provider that failed, whichever way the route got back to it.
+    if (last && step.provider === last.provider && last.endedAt) {
+      const retryAfterMs = Number(last.evidence?.retryAfterMs ?? 0);
+      const delayMs = Math.max(retryAfterMs, deps.attempts.backoffMs * 2 ** (failuresInARow(attempts, step.provider) - 1));
+      const { rows } = await tx.query<{ wait_ms: string }>(`SELECT GREATEST(0, ceil(extract(epoch FROM ($1::timestamptz + $2 * interval '1 millisecond' - now())) * 1000)) AS wait_ms`, [last.endedAt, delayMs]);
+      const waitMs = Number(rows[0]!.wait_ms);
+      if (waitMs > 0) return { kind: 'backoff', ms: waitMs };
+    }
+    for (const skip of skipped) {
+      metrics.fallbacksSkipped.inc({ operation: job.operation, provider: skip.provider, reason: skip.reason });
+      await appendEvent(tx, job.id, JobEventType.fallbackSkipped, { provider: skip.provider, model: skip.model, reason: skip.reason, detail: skip.detail });
+    }
+    const opened = await openAttemptLocked(tx, { jobId: job.id, attemptId: request.attemptId, provider: step.provider, model: step.model, operation: job.operation });
+    if (opened.kind !== 'opened') throw new Error(`job ${job.id}: an attempt went live while the job row was locked`);
+    const kind: AttemptKind = !last ? 'first' : step.provider === last.provider ? 'retry' : 'fallback';
+    metrics.attemptsStarted.inc({ operation: job.operation, provider: step.provider, kind });
+    return { kind: 'call', attemptId: opened.attempt.id, provider: step.provider, model: step.model };
+  }
+
+  return {
+    /** What the job needs next, decided and (for a new attempt) opened in one ledger transaction. */
+    async advanceJob(request: { jobId: string; attemptId: string }): Promise<JobStep> {
+      const action = await inTransaction(db, (tx) => advance(tx, request));
+      return { ...action, timings };
     },
 
     /**
-     * The next route step that may take an attempt, from routeIndex on (invariant 6):
-     * fallbacks without a current, passing, fresh verification are skipped, each
-     * with an event saying why.
+     * The job's terminal write once its effects have settled (after an
+     * operator settled one in review); a no-op while one is still open.
+     * @returns the job's status afterwards.
      */
-    async nextStep(request: { jobId: string; routeIndex: number }): Promise<NextStep> {
-      const job = await getJob(db, request.jobId);
-      if (!job) throw new Error(`job ${request.jobId} is not in the ledger`);
-      const operation = deps.operations.get(job.operation);
-      const route = deps.routeFor(job.operation);
-      if (!operation || route.length === 0) return { kind: 'exhausted', detail: `no provider route is configured for ${job.operation}` };
-      const skipped: string[] = [];
-      for (let offset = 0; offset < route.length; offset++) {
-        const index = request.routeIndex + offset;
-        const step = route[index % route.length]!;
-        const verdict = await eligibility(db, operation, step, index % route.length === 0 ? 'primary' : 'fallback', deps.gate, clock.now());
-        if (verdict.eligible) return { kind: 'step', step, index, skipped };
-        skipped.push(`${step.provider}/${step.model}: ${verdict.reason} (${verdict.detail})`);
-        deps.metrics.fallbacksSkipped.inc({ operation: job.operation, provider: step.provider, reason: verdict.reason });
-        await appendEvent(db, job.id, JobEventType.fallbackSkipped, { provider: step.provider, model: step.model, reason: verdict.reason, detail: verdict.detail });
-      }
-      return { kind: 'exhausted', detail: `no eligible provider is left: ${skipped.join('; ')}` };
+    async finishJob(jobId: string): Promise<{ status: string; terminal: boolean }> {
+      return inTransaction(db, async (tx) => {
+        const job = await lockJobRow(tx, jobId);
+        if (!job) return { status: 'removed', terminal: true };
+        await finishJobLocked(tx, jobId, deps.operations);
+        const after = (await lockJobRow(tx, jobId))!;
+        return { status: after.status, terminal: after.terminal };
+      });
+    },
+
+    /**
+     * Ends a job whose effect this deployment cannot run. Refused while any
+     * effect of the job is claimed and unsettled: then it settles first.
+     * @returns the job's status afterwards.
+     */
+    async failJobForEffect(request: { jobId: string; name: string; detail: string }): Promise<{ status: string; terminal: boolean }> {
+      return inTransaction(db, async (tx) => {
+        const job = await lockJobRow(tx, request.jobId);
+        if (!job) return { status: 'removed', terminal: true };
+        await failJob(tx, job.id, { type: 'effect_failed', detail: request.detail, effect: request.name });
+        const after = (await lockJobRow(tx, job.id))!;
+        return { status: after.status, terminal: after.terminal };
+      });
     },
 
     /** Removes terminal jobs past the retention (the retention Schedule's work). */
@@ -77,9 +191,24 @@ export function createJobActivities(deps: ActivityDeps) {
       return removeExpiredJobs(db, retentionDays);
     },
 
-    /** Ends the job as failed; a no-op when it is already terminal. */
-    async failJob(jobId: string, error: JobError): Promise<void> {
-      await failJob(db, jobId, error);
+    /**
+     * Invariant 11, the repair half: every open job older than a minute whose
+     * workflow is not running gets one started (a crash between the insert
+     * and the start, or a workflow that ended before its job).
+     * @returns how many jobs were looked at and how many were repaired.
+     */
+    async sweepJobs(): Promise<{ looked: number; repaired: number }> {
+      if (!deps.workflows || !deps.sweeper) return { looked: 0, repaired: 0 };
+      const jobs = await takeJobsToSweep(db, { minAgeMs: deps.sweeper.minAgeMs, intervalMs: deps.sweeper.intervalMs, limit: deps.sweeper.batchSize });
+      let repaired = 0;
+      for (const job of jobs) {
+        if (await repairJobWorkflow(deps.workflows, job)) {
+          repaired++;
+          metrics.workflowsRepaired.inc({ operation: job.operation });
+          await appendEvent(db, job.id, JobEventType.workflowRepaired, { workflowId: job.workflowId });
+        }
+      }
+      return { looked: jobs.length, repaired };
     },
   };
 }

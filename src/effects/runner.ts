@@ -1,47 +1,93 @@
 import type { Pool } from 'pg';
 import { inTransaction } from '../db/pool';
-import { claimEffect, getEffect, lockJobOfEffect, renewLease, settleEffect, settleEffectLocked, takeOverEffect, type EffectRecord } from '../ledger/effects';
+import {
+  beginEffectTry,
+  claimEffect,
+  EffectPhase,
+  getEffect,
+  lockJobOfEffect,
+  noteEffectAmbiguous,
+  noteEffectNotPerformed,
+  noteLookupFailure,
+  renewLease,
+  settleEffectLocked,
+  takeOverEffect,
+  type EffectRecord,
+} from '../ledger/effects';
 import { getJob, getJobInput, getJobOutput } from '../ledger/jobs';
 import type { Metrics } from '../metrics/metrics';
+import type { OperationRegistry } from '../operations/registry';
+import { finishJobLocked } from './finish';
 import type { EffectAdapter, EffectContext } from './types';
 
 export interface EffectSettings {
   /** How long a claim is held before another owner may take it over. */
   leaseMs: number;
-  /** Tries of one owner when the downstream says "not performed" (429, 503, refused). */
+  /** Tries in all, across owners, while the downstream says "not performed" (429, 503, refused). */
   maxTries: number;
   backoffMs: number;
+  /** One downstream call's budget: a try is started only while it fits before the caller's deadline. */
+  callTimeoutMs?: number;
 }
 
 export interface EffectRunnerDeps {
   db: Pool;
   metrics: Metrics;
   adapters: ReadonlyMap<string, EffectAdapter>;
+  /** For the job's terminal write once its last effect settles (the effects' order, the result's shape). */
+  operations: OperationRegistry;
   settings: EffectSettings;
 }
 
-/** Where an effect stands for the workflow. */
+/** Where an effect stands for the workflow, with its job. */
 export interface EffectState {
   status: EffectRecord['status'] | 'absent';
   leaseRemainingMs: number;
+  /** The job is terminal: nothing more is to be done for it. */
+  jobTerminal: boolean;
+  jobStatus: string;
   receipt?: Record<string, unknown>;
   error?: Record<string, unknown>;
 }
 
-export const stateOf = (effect: EffectRecord | undefined): EffectState =>
-  effect
-    ? { status: effect.status, leaseRemainingMs: effect.leaseRemainingMs, ...(effect.receipt ? { receipt: effect.receipt } : {}), ...(effect.error ? { error: effect.error } : {}) }
-    : { status: 'absent', leaseRemainingMs: 0 };
+/** Options of one call: who acts, until when, and what cancels it. */
+export interface EffectCall {
+  owner: string;
+  signal?: AbortSignal;
+  /** Epoch ms by which the caller must have returned (its activity's timeout); no try or wait is begun past it. */
+  deadlineMs?: number;
+}
+
+/** The deployment has no adapter for an effect: nothing was claimed, and no retry will change that. */
+export class EffectNotConfiguredError extends Error {
+  override name = 'EffectNotConfiguredError';
+}
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Runs a job's effects through the ledger: claim before the effect, perform
- * with the downstream idempotency key, settle with the receipt; and recovery
+ * with the downstream idempotency key, settle with the receipt (and, for the
+ * last one, the job's terminal write in the same transaction); and recovery
  * of stale claims that looks the receipt up first and never redoes blindly.
  */
 export function createEffectRunner(deps: EffectRunnerDeps) {
   const { db, metrics, settings } = deps;
+  const callTimeoutMs = settings.callTimeoutMs ?? Math.floor(settings.leaseMs / 4);
+
+  async function stateOf(jobId: string, name: string): Promise<EffectState> {
+    const [effect, job] = await Promise.all([getEffect(db, jobId, name), getJob(db, jobId)]);
+    const jobTerminal = !job || job.terminalAt !== null;
+    const base = { jobTerminal, jobStatus: job?.status ?? 'gone' };
+    if (!effect) return { status: 'absent', leaseRemainingMs: 0, ...base };
+    return {
+      status: effect.status,
+      leaseRemainingMs: effect.leaseRemainingMs,
+      ...base,
+      ...(effect.receipt ? { receipt: effect.receipt } : {}),
+      ...(effect.error ? { error: effect.error } : {}),
+    };
+  }
 
   async function contextFor(jobId: string, effect: EffectRecord, signal?: AbortSignal): Promise<EffectContext> {
     const [job, input, output] = await Promise.all([getJob(db, jobId), getJobInput(db, jobId), getJobOutput(db, jobId)]);
@@ -51,51 +97,79 @@ export function createEffectRunner(deps: EffectRunnerDeps) {
 
   function adapterFor(name: string): EffectAdapter {
     const adapter = deps.adapters.get(name);
-    if (!adapter) throw new Error(`effect ${name} has no adapter configured`);
+    if (!adapter) throw new EffectNotConfiguredError(`effect ${name} has no adapter in this deployment`);
     return adapter;
   }
 
+  /**
+   * The effect's terminal write by its lease holder and, in the same
+   * transaction, the job's when this settles it: succeeded once every effect
+   * did, failed when this one failed (invariant 7: the receipt and the result
+   * are stored before anyone is told).
+   */
   async function settle(effect: EffectRecord, owner: string, status: 'succeeded' | 'failed' | 'needs_review', fields: { receipt?: Record<string, unknown>; error?: Record<string, unknown> }): Promise<EffectState> {
-    await settleEffect(db, { effectId: effect.id, owner, status, ...fields });
-    if (status === 'needs_review') metrics.effectsNeedsReview.inc({ effect: effect.name });
-    else metrics.effectsSettled.inc({ effect: effect.name, status });
-    return stateOf(await getEffect(db, effect.jobId, effect.name));
+    const settled = await inTransaction(db, async (tx) => {
+      await lockJobOfEffect(tx, effect.id);
+      if (!(await settleEffectLocked(tx, { effectId: effect.id, owner, status, ...fields }))) return false;
+      await finishJobLocked(tx, effect.jobId, deps.operations);
+      return true;
+    });
+    if (settled) {
+      if (status === 'needs_review') metrics.effectsNeedsReview.inc({ effect: effect.name });
+      else metrics.effectsSettled.inc({ effect: effect.name, status });
+    }
+    return stateOf(effect.jobId, effect.name);
   }
 
   /** Performs an effect its caller holds the lease of, and settles what can be settled. */
-  async function execute(effect: EffectRecord, owner: string, signal?: AbortSignal): Promise<EffectState> {
+  async function execute(effect: EffectRecord, call: EffectCall): Promise<EffectState> {
     const adapter = adapterFor(effect.name);
-    const context = await contextFor(effect.jobId, effect, signal);
+    const context = await contextFor(effect.jobId, effect, call.signal);
     if (adapter.performInTransaction) {
-      // The write and its settlement commit together, or neither does.
+      // The write, its settlement and the job's terminal write commit together, or none does.
       await inTransaction(db, async (tx) => {
         await lockJobOfEffect(tx, effect.id);
         const receipt = await adapter.performInTransaction!(tx, context);
-        if (!(await settleEffectLocked(tx, { effectId: effect.id, owner, status: 'succeeded', receipt }))) throw new Error(`lost the lease of ${effect.name}`);
+        if (!(await settleEffectLocked(tx, { effectId: effect.id, owner: call.owner, status: 'succeeded', receipt }))) throw new Error(`lost the lease of ${effect.name}`);
+        await finishJobLocked(tx, effect.jobId, deps.operations);
       });
       metrics.effectsSettled.inc({ effect: effect.name, status: 'succeeded' });
-      return stateOf(await getEffect(db, effect.jobId, effect.name));
+      return stateOf(effect.jobId, effect.name);
     }
-    for (let tryNumber = 1; ; tryNumber++) {
+    for (;;) {
+      // Invariant 8: the ledger says `sending` before anything goes out.
+      const tries = await beginEffectTry(db, effect.id, call.owner);
+      if (tries === undefined) return stateOf(effect.jobId, effect.name);
       const result = await adapter.perform!(context);
       switch (result.kind) {
         case 'done':
-          return settle(effect, owner, 'succeeded', { receipt: result.receipt });
+          return settle(effect, call.owner, 'succeeded', { receipt: result.receipt });
         case 'rejected':
           metrics.downstreamFailures.inc({ effect: effect.name, class: result.class });
-          return settle(effect, owner, 'failed', { error: { class: result.class, detail: result.detail } });
+          return settle(effect, call.owner, 'failed', { error: { class: result.class, detail: result.detail } });
         case 'ambiguous':
-          // It may have happened: leave the claim pending; recovery asks for the receipt once the lease runs out.
+          // It may have happened: the claim stays pending; recovery asks for the receipt once the lease runs out.
           metrics.downstreamFailures.inc({ effect: effect.name, class: result.class });
-          return stateOf(await getEffect(db, effect.jobId, effect.name));
-        case 'not_performed':
+          await noteEffectAmbiguous(db, effect.id, call.owner, { class: result.class, detail: result.detail });
+          return stateOf(effect.jobId, effect.name);
+        case 'not_performed': {
           metrics.downstreamFailures.inc({ effect: effect.name, class: result.class });
-          if (tryNumber >= settings.maxTries) {
-            return settle(effect, owner, 'failed', { error: { class: result.class, detail: `${result.detail}; gave up after ${tryNumber} tries` } });
+          if (tries >= settings.maxTries) {
+            return settle(effect, call.owner, 'failed', { error: { class: result.class, detail: `${result.detail}; gave up after ${tries} tries` } });
           }
-          // The downstream said it did not act, and we still hold the claim: trying again with the same key is safe.
-          await sleep(Math.max(result.retryAfterMs ?? 0, settings.backoffMs * 2 ** (tryNumber - 1)));
-          if (!(await renewLease(db, effect.id, owner, settings.leaseMs))) return stateOf(await getEffect(db, effect.jobId, effect.name));
+          const error = { class: result.class, detail: result.detail };
+          const delayMs = Math.max(result.retryAfterMs ?? 0, settings.backoffMs * 2 ** (tries - 1));
+          const fitsHere = call.deadlineMs === undefined || Date.now() + delayMs + callTimeoutMs + 200 < call.deadlineMs;
+          if (!fitsHere) {
+            // A wait longer than this call may last (a long Retry-After) is the ledger's to keep:
+            // the lease runs until the next try, and whoever holds the effect then tries again.
+            await noteEffectNotPerformed(db, effect.id, call.owner, error, delayMs);
+            return stateOf(effect.jobId, effect.name);
+          }
+          if (!(await noteEffectNotPerformed(db, effect.id, call.owner, error))) return stateOf(effect.jobId, effect.name);
+          await sleep(delayMs);
+          if (!(await renewLease(db, effect.id, call.owner, settings.leaseMs))) return stateOf(effect.jobId, effect.name);
+        }
       }
     }
   }
@@ -104,63 +178,69 @@ export function createEffectRunner(deps: EffectRunnerDeps) {
     /**
      * Claims the effect and, if this caller won the claim, performs it.
      * Otherwise reports the existing claim (pending with its lease, or settled).
+     * @throws EffectNotConfiguredError before claiming, when no adapter exists.
      */
-    async perform(jobId: string, name: string, owner: string, signal?: AbortSignal): Promise<EffectState> {
+    async perform(jobId: string, name: string, call: EffectCall): Promise<EffectState> {
       adapterFor(name);
-      const claim = await claimEffect(db, { jobId, name, owner, leaseMs: settings.leaseMs });
-      if (!claim.claimed) return stateOf(claim.effect);
-      return execute(claim.effect, owner, signal);
+      const claim = await claimEffect(db, { jobId, name, owner: call.owner, leaseMs: settings.leaseMs });
+      if (!claim.claimed) return stateOf(jobId, name);
+      return execute(claim.effect, call);
     },
 
     /**
-     * Recovers a stale pending effect: takes the expired lease over, asks the
-     * downstream for a receipt by key first, and only then settles. Performs
-     * again only when that is safe; otherwise the effect goes to review.
+     * Recovers a stale pending effect: takes the expired lease over; performs
+     * it when the ledger shows nothing was sent (or the downstream refused);
+     * otherwise asks the downstream for a receipt by key first, and only then
+     * settles. Performs a sent effect again only when that is safe; otherwise
+     * it goes to review.
      */
-    async recover(jobId: string, name: string, owner: string, signal?: AbortSignal): Promise<EffectState> {
+    async recover(jobId: string, name: string, call: EffectCall): Promise<EffectState> {
       const adapter = adapterFor(name);
       const stale = await getEffect(db, jobId, name);
-      if (!stale || stale.status !== 'pending') return stateOf(stale);
-      const effect = await takeOverEffect(db, { effectId: stale.id, owner, leaseMs: settings.leaseMs });
-      if (!effect) return stateOf(await getEffect(db, jobId, name));
+      if (!stale || stale.status !== 'pending') return stateOf(jobId, name);
+      const effect = await takeOverEffect(db, { effectId: stale.id, owner: call.owner, leaseMs: settings.leaseMs });
+      if (!effect) return stateOf(jobId, name);
+      if (effect.phase !== EffectPhase.sending) {
+        // Claimed but never sent, or refused before the downstream acted: nothing happened yet.
+        metrics.effectsRecovered.inc({ effect: name, result: effect.phase === EffectPhase.claimed ? 'not_sent' : 'not_performed' });
+        return execute(effect, call);
+      }
       if (adapter.lookup) {
         let found;
         try {
-          found = await adapter.lookup(effect.key, await contextFor(jobId, effect, signal));
+          found = await adapter.lookup(effect.key, await contextFor(jobId, effect, call.signal));
         } catch (err) {
-          // Nothing concluded: the claim stays pending under this owner and is tried again later.
+          // Nothing concluded: the claim stays pending under this owner and is tried again after its lease.
           metrics.downstreamFailures.inc({ effect: name, class: 'lookup_failed' });
           metrics.effectsRecovered.inc({ effect: name, result: 'lookup_failed' });
-          void err;
-          return stateOf(await getEffect(db, jobId, name));
+          await noteLookupFailure(db, effect.id, call.owner, (err as Error).message ?? String(err));
+          return stateOf(jobId, name);
         }
         if (found.found) {
           metrics.receiptsFound.inc({ effect: name });
           metrics.effectsRecovered.inc({ effect: name, result: 'receipt_found' });
-          return settle(effect, owner, 'succeeded', { receipt: { ...found.receipt, foundBy: 'lookup' } });
+          return settle(effect, call.owner, 'succeeded', { receipt: { ...found.receipt, foundBy: 'lookup' } });
         }
         if (adapter.repeatSafe) {
           metrics.effectsRecovered.inc({ effect: name, result: 'repeated' });
-          return execute(effect, owner, signal);
+          return execute(effect, call);
         }
         metrics.effectsRecovered.inc({ effect: name, result: 'needs_review' });
-        return settle(effect, owner, 'needs_review', {
+        return settle(effect, call.owner, 'needs_review', {
           error: { class: 'not_found_unsafe_to_repeat', detail: 'the downstream has no receipt for the key, and repeating is not safe: an operator must decide' },
         });
       }
       if (adapter.repeatSafe) {
         metrics.effectsRecovered.inc({ effect: name, result: 'repeated' });
-        return execute(effect, owner, signal);
+        return execute(effect, call);
       }
       metrics.effectsRecovered.inc({ effect: name, result: 'needs_review' });
-      return settle(effect, owner, 'needs_review', {
+      return settle(effect, call.owner, 'needs_review', {
         error: { class: 'no_lookup_unsafe_to_repeat', detail: 'the effect can be neither looked up nor safely repeated: an operator must decide' },
       });
     },
 
-    async inspect(jobId: string, name: string): Promise<EffectState> {
-      return stateOf(await getEffect(db, jobId, name));
-    },
+    inspect: stateOf,
   };
 }
 

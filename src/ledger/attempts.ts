@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
 import { inTransaction } from '../db/pool';
-import { isUniqueViolation } from '../db/errors';
 import { appendEvent, JobEventType } from './events';
 import type { Queryable } from './queryable';
 
@@ -17,6 +16,9 @@ export const AttemptStatus = {
 } as const;
 export type AttemptStatus = (typeof AttemptStatus)[keyof typeof AttemptStatus];
 
+/** A live attempt blocks the next one (invariant 3). */
+export const LIVE_ATTEMPT_STATUSES: readonly AttemptStatus[] = [AttemptStatus.starting, AttemptStatus.running, AttemptStatus.unknown];
+
 export interface AttemptResolution {
   outcome: 'failed' | 'cancelled';
   reason: string;
@@ -27,6 +29,7 @@ export interface AttemptResolution {
 export interface AttemptRecord {
   id: string;
   jobId: string;
+  operation: string;
   seq: number;
   provider: string;
   model: string;
@@ -43,6 +46,7 @@ export interface AttemptRecord {
 interface AttemptRow {
   id: string;
   job_id: string;
+  operation: string;
   seq: number;
   provider: string;
   model: string;
@@ -60,6 +64,7 @@ function toAttempt(row: AttemptRow): AttemptRecord {
   return {
     id: row.id,
     jobId: row.job_id,
+    operation: row.operation,
     seq: row.seq,
     provider: row.provider,
     model: row.model,
@@ -90,55 +95,111 @@ export async function findLiveAttempt(db: Queryable, jobId: string): Promise<Att
   return rows[0] ? toAttempt(rows[0]) : undefined;
 }
 
-export type OpenAttemptResult =
-  | { kind: 'opened'; attempt: AttemptRecord }
-  | { kind: 'live'; attempt: AttemptRecord }
-  | { kind: 'terminal'; status: string };
+export type OpenAttemptResult = { kind: 'opened'; attempt: AttemptRecord } | { kind: 'live'; attempt: AttemptRecord } | { kind: 'terminal'; status: string };
+
+export interface AttemptOpening {
+  jobId: string;
+  provider: string;
+  model: string;
+  /**
+   * Chosen by the caller (the workflow), so a retried open finds the attempt
+   * it opened instead of mistaking it for someone else's live attempt.
+   */
+  attemptId?: string;
+}
 
 /**
- * Opens the next attempt of a job. The partial unique index decides whether
- * another attempt is still live (invariant 3): then nothing is opened and the
- * live one is returned.
+ * Opens the next attempt of a job inside the caller's transaction, which
+ * must hold the job row (lockJobRow). Retry-safe: an attempt with the given
+ * id is returned as opened. The partial unique index decides whether another
+ * attempt is still live (invariant 3): then nothing is opened and the live
+ * one is returned.
  */
-export async function openAttempt(db: Pool, opening: { jobId: string; provider: string; model: string }): Promise<OpenAttemptResult> {
-  try {
-    return await inTransaction(db, async (tx) => {
-      const { rows: jobs } = await tx.query<{ status: string; version: string; done: boolean }>(
-        'SELECT status, version, terminal_at IS NOT NULL OR completed_by IS NOT NULL AS done FROM jobs WHERE id = $1 FOR UPDATE',
-        [opening.jobId],
-      );
-      const job = jobs[0];
-      if (!job) throw new Error(`job ${opening.jobId} is not in the ledger`);
-      // A job that is terminal, or already has its winner, takes no more attempts.
-      if (job.done) return { kind: 'terminal', status: job.status } as const;
-      // Invariant 3: this INSERT fails (23505 on attempts_one_live_per_job) while another attempt is live.
-      const { rows } = await tx.query<AttemptRow>(
-        `INSERT INTO attempts (job_id, seq, provider, model, job_version)
-         VALUES ($1, (SELECT COALESCE(max(seq), 0) + 1 FROM attempts WHERE job_id = $1), $2, $3, $4)
-         RETURNING *`,
-        [opening.jobId, opening.provider, opening.model, job.version],
-      );
-      const attempt = toAttempt(rows[0]!);
-      await tx.query(`UPDATE jobs SET status = 'running', updated_at = now() WHERE id = $1 AND status IN ('accepted', 'awaiting_resolution')`, [opening.jobId]);
-      await appendEvent(tx, opening.jobId, JobEventType.attemptOpened, { attemptId: attempt.id, seq: attempt.seq, provider: attempt.provider, model: attempt.model });
-      return { kind: 'opened', attempt } as const;
-    });
-  } catch (err) {
-    if (!isUniqueViolation(err, 'attempts_one_live_per_job')) throw err;
-    const live = await findLiveAttempt(db, opening.jobId);
-    if (!live) throw err;
+export async function openAttemptLocked(tx: PoolClient, opening: AttemptOpening & { operation: string }): Promise<OpenAttemptResult> {
+  if (opening.attemptId) {
+    const mine = await getAttempt(tx, opening.attemptId);
+    if (mine && mine.jobId !== opening.jobId) throw new Error(`attempt ${opening.attemptId} belongs to another job`);
+    if (mine) return { kind: 'opened', attempt: mine };
+  }
+  // Invariant 3: the partial unique index admits no second live attempt; the conflict opens nothing.
+  const { rows } = await tx.query<AttemptRow>(
+    // The job's version as it is now, inside this transaction: the attempt may win only if nothing changes from here on (invariant 5).
+    `INSERT INTO attempts (id, job_id, operation, seq, provider, model, job_version)
+     VALUES (COALESCE($1::uuid, gen_random_uuid()), $2, $3, (SELECT COALESCE(max(seq), 0) + 1 FROM attempts WHERE job_id = $2), $4, $5,
+             (SELECT version FROM jobs WHERE id = $2))
+     ON CONFLICT (job_id) WHERE status IN ('starting', 'running', 'unknown') DO NOTHING
+     RETURNING *`,
+    [opening.attemptId ?? null, opening.jobId, opening.operation, opening.provider, opening.model],
+  );
+  if (!rows[0]) {
+    const live = await findLiveAttempt(tx, opening.jobId);
+    if (!live) throw new Error(`job ${opening.jobId}: the live-attempt index refused an attempt, but no live attempt is there`);
     return { kind: 'live', attempt: live };
   }
+  const attempt = toAttempt(rows[0]);
+  await tx.query(`UPDATE jobs SET status = 'running', updated_at = now() WHERE id = $1 AND status IN ('accepted', 'awaiting_resolution')`, [opening.jobId]);
+  await appendEvent(tx, opening.jobId, JobEventType.attemptOpened, { attemptId: attempt.id, seq: attempt.seq, provider: attempt.provider, model: attempt.model });
+  return { kind: 'opened', attempt };
+}
+
+/** What a transition needs to know of the job it locked. */
+export interface LockedJob {
+  id: string;
+  operation: string;
+  status: string;
+  version: number;
+  terminal: boolean;
+  completedBy: string | null;
+}
+
+/**
+ * Locks a job row for the rest of the caller's transaction. Every transition
+ * of a job and its attempts and effects takes the job row first, then the
+ * child row (the details triggers write the job row too), so two of them
+ * never deadlock.
+ */
+export async function lockJobRow(tx: PoolClient, jobId: string): Promise<LockedJob | undefined> {
+  const { rows } = await tx.query<{ id: string; operation: string; status: string; version: string; terminal: boolean; completed_by: string | null }>(
+    'SELECT id, operation, status, version, terminal_at IS NOT NULL AS terminal, completed_by FROM jobs WHERE id = $1 FOR UPDATE',
+    [jobId],
+  );
+  const row = rows[0];
+  return row ? { id: row.id, operation: row.operation, status: row.status, version: Number(row.version), terminal: row.terminal, completedBy: row.completed_by } : undefined;
+}
+
+/**
+ * Opens the next attempt of a job in a transaction of its own (see
+ * openAttemptLocked); nothing is opened for a job that is terminal or
+ * already has its winner.
+ */
+export async function openAttempt(db: Pool, opening: AttemptOpening): Promise<OpenAttemptResult> {
+  return inTransaction(db, async (tx) => {
+    const job = await lockJobRow(tx, opening.jobId);
+    if (!job) throw new Error(`job ${opening.jobId} is not in the ledger`);
+    // A job that is terminal, or already has its winner, takes no more attempts.
+    if (job.terminal || job.completedBy) return { kind: 'terminal', status: job.status } as const;
+    return openAttemptLocked(tx, { ...opening, operation: job.operation });
+  });
+}
+
+/** Locks an attempt's job row, then the attempt (the one lock order; see lockJobRow). */
+async function lockJobThenAttempt(tx: PoolClient, attemptId: string): Promise<AttemptRecord> {
+  const { rows: owner } = await tx.query<{ job_id: string }>('SELECT job_id FROM attempts WHERE id = $1', [attemptId]);
+  if (!owner[0]) throw new AttemptNotFoundError(`attempt ${attemptId} is not in the ledger`);
+  await tx.query('SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE', [owner[0].job_id]);
+  const { rows } = await tx.query<AttemptRow>('SELECT * FROM attempts WHERE id = $1 FOR UPDATE', [attemptId]);
+  return toAttempt(rows[0]!);
 }
 
 /**
  * Marks an attempt as sent, just before its request goes out. False when the
- * attempt is no longer `starting` or its job is terminal: then nothing may be sent.
+ * attempt is no longer `starting` (it was given up on as not sent, or
+ * cancelled) or its job is terminal: then nothing may be sent.
  */
 export async function markAttemptRunning(db: Pool, attemptId: string): Promise<boolean> {
   return inTransaction(db, async (tx) => {
     await lockJobThenAttempt(tx, attemptId);
-    // Only a starting attempt of a job that is still open may send its request.
+    // Invariant 12: only a starting attempt of a job that is still open may send its request.
     const { rowCount } = await tx.query(
       `UPDATE attempts a SET status = 'running'
        FROM jobs j
@@ -149,66 +210,66 @@ export async function markAttemptRunning(db: Pool, attemptId: string): Promise<b
   });
 }
 
-export type CommitOutcome = 'succeeded' | 'discarded';
+/**
+ * What happened to an answer offered to the job's result slot:
+ * - succeeded: it won the compare-and-swap; it is the job's output;
+ * - discarded: the attempt was live but the slot had moved on (another
+ *   result, a cancellation, a terminal write): the answer is dropped;
+ * - late: the attempt had already ended (resolved by an operator, failed,
+ *   cancelled): its status stands, and the answer is only recorded.
+ */
+export type CommitOutcome = 'succeeded' | 'discarded' | 'late';
 
 /**
  * Offers an attempt's output to its job's result slot. It enters only by
  * compare-and-swap on the version the attempt opened with (invariant 5);
- * otherwise the output is dropped, the attempt is `discarded` and the race is
- * recorded. With `terminal`, the output is the job's result at once; without
- * (the operation has effects), it waits in jobs.output until they settle.
+ * otherwise the output is dropped and the race is recorded. An attempt that
+ * already ended keeps its status (invariant 12: an operator's resolution is
+ * never rewritten). With `terminal`, the output is the job's result at once;
+ * without (the operation has effects), it waits in jobs.output until they settle.
  */
 export async function commitAttemptResult(db: Pool, attemptId: string, output: unknown, opts: { terminal: boolean }): Promise<CommitOutcome> {
   return inTransaction(db, async (tx) => {
     const attempt = await lockJobThenAttempt(tx, attemptId);
-    if (attempt.status === AttemptStatus.succeeded || attempt.status === AttemptStatus.discarded) return attempt.status;
-    // Only a live attempt may still win: one ended as failed or cancelled has
-    // been given up on, and a next attempt may hold the slot's hopes now.
-    const mayWin = attempt.status === AttemptStatus.running || attempt.status === AttemptStatus.unknown;
-    // Invariant 5: one winner. Any change since the attempt opened (another
-    // result, a resolution, a failure, a cancellation) makes this update miss.
-    const won = mayWin
-      ? await tx.query(
-          `UPDATE jobs SET output = $3::jsonb, completed_by = $2, version = version + 1, updated_at = now(),
-                  status = CASE WHEN $5::boolean THEN 'succeeded' ELSE 'running' END,
-                  result = CASE WHEN $5::boolean THEN $3::jsonb ELSE NULL END,
-                  terminal_at = CASE WHEN $5::boolean THEN now() ELSE NULL END
-           WHERE id = $1 AND version = $4 AND completed_by IS NULL`,
-          [attempt.jobId, attempt.id, JSON.stringify(output), attempt.jobVersion, opts.terminal],
-        )
-      : { rowCount: 0 };
+    if (attempt.status === AttemptStatus.succeeded) return 'succeeded';
+    const outputSha256 = createHash('sha256').update(JSON.stringify(output) ?? '').digest('hex');
+    // Invariant 5: one winner. Every change after which an attempt opened
+    // earlier must not win bumps the version (another result, this attempt
+    // failed or resolved, a cancellation, a terminal write), so this misses;
+    // `completed_by IS NULL` says the same of a winner, in so many words.
+    const won = await tx.query(
+      `UPDATE jobs SET output = $3::jsonb, completed_by = $2, version = version + 1, updated_at = now(),
+              status = CASE WHEN $5::boolean THEN 'succeeded' ELSE 'running' END,
+              result = CASE WHEN $5::boolean THEN $3::jsonb ELSE NULL END,
+              terminal_at = CASE WHEN $5::boolean THEN now() ELSE NULL END
+       WHERE id = $1 AND version = $4 AND completed_by IS NULL`,
+      [attempt.jobId, attempt.id, JSON.stringify(output), attempt.jobVersion, opts.terminal],
+    );
     if (won.rowCount === 1) {
-      await tx.query(`UPDATE attempts SET status = 'succeeded', ended_at = now() WHERE id = $1`, [attempt.id]);
+      const { rowCount } = await tx.query(`UPDATE attempts SET status = 'succeeded', ended_at = now() WHERE id = $1 AND status IN ('running', 'unknown')`, [attempt.id]);
+      if (rowCount !== 1) throw new Error(`attempt ${attempt.id} won the result slot while ${attempt.status}; the ledger is inconsistent`);
       await appendEvent(tx, attempt.jobId, JobEventType.attemptSucceeded, { attemptId: attempt.id, provider: attempt.provider });
       if (opts.terminal) await appendEvent(tx, attempt.jobId, JobEventType.succeeded, { attemptId: attempt.id });
       return 'succeeded';
     }
     const { rows } = await tx.query<{ completed_by: string | null; status: string }>('SELECT completed_by, status FROM jobs WHERE id = $1', [attempt.jobId]);
-    const evidence = {
-      discardedOutputSha256: createHash('sha256').update(JSON.stringify(output) ?? '').digest('hex'),
-      statusWhenDiscarded: attempt.status,
-      winner: rows[0]?.completed_by ?? null,
-    };
-    await tx.query(
-      `UPDATE attempts SET status = 'discarded', ended_at = COALESCE(ended_at, now()), evidence = COALESCE(evidence, '{}'::jsonb) || $2::jsonb WHERE id = $1`,
-      [attempt.id, JSON.stringify(evidence)],
+    const race = { discardedOutputSha256: outputSha256, statusWhenDiscarded: attempt.status, winner: rows[0]?.completed_by ?? null };
+    // Invariant 12: only a live attempt becomes discarded; an ended one (an
+    // operator's resolution among them) keeps its status, and the answer is evidence.
+    const { rowCount: discarded } = await tx.query(
+      `UPDATE attempts SET status = 'discarded', ended_at = COALESCE(ended_at, now()), evidence = COALESCE(evidence, '{}'::jsonb) || $2::jsonb
+       WHERE id = $1 AND status IN ('running', 'unknown')`,
+      [attempt.id, JSON.stringify(race)],
     );
-    await appendEvent(tx, attempt.jobId, JobEventType.raceLost, { attemptId: attempt.id, provider: attempt.provider, jobStatus: rows[0]?.status, ...evidence });
-    return 'discarded';
+    if (!discarded) {
+      await tx.query(`UPDATE attempts SET evidence = COALESCE(evidence, '{}'::jsonb) || $2::jsonb WHERE id = $1`, [
+        attempt.id,
+        JSON.stringify({ lateAnswer: { at: new Date().toISOString(), outputSha256, winner: race.winner } }),
+      ]);
+    }
+    await appendEvent(tx, attempt.jobId, JobEventType.raceLost, { attemptId: attempt.id, provider: attempt.provider, jobStatus: rows[0]?.status, ...race });
+    return discarded ? 'discarded' : 'late';
   });
-}
-
-/**
- * Locks an attempt's job row, then the attempt: every transition takes the
- * two in this order (the details triggers update the job row too), so two
- * transitions of one job never deadlock.
- */
-async function lockJobThenAttempt(tx: PoolClient, attemptId: string): Promise<AttemptRecord> {
-  const { rows: owner } = await tx.query<{ job_id: string }>('SELECT job_id FROM attempts WHERE id = $1', [attemptId]);
-  if (!owner[0]) throw new Error(`attempt ${attemptId} is not in the ledger`);
-  await tx.query('SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE', [owner[0].job_id]);
-  const { rows } = await tx.query<AttemptRow>('SELECT * FROM attempts WHERE id = $1 FOR UPDATE', [attemptId]);
-  return toAttempt(rows[0]!);
 }
 
 export interface AttemptFailure {
@@ -218,66 +279,79 @@ export interface AttemptFailure {
 }
 
 /**
- * Ends an attempt as `failed`: it provably did not execute, or its answer broke
- * the contract. A failed attempt no longer blocks the next one.
- * @returns false when the attempt had already ended.
+ * Ends an attempt as `failed` if it is still in the status `from` names
+ * (invariant 12): it provably did not execute, or its answer broke the
+ * contract. A failed attempt no longer blocks the next one.
+ * @returns false when the attempt had moved on (nothing written).
  */
-export async function failAttempt(db: Pool, attemptId: string, failure: AttemptFailure): Promise<boolean> {
-  return inTransaction(db, async (tx) => {
-    await lockJobThenAttempt(tx, attemptId);
-    const { rows } = await tx.query<{ job_id: string; was: AttemptStatus }>(
-      `UPDATE attempts a SET status = 'failed', ended_at = now(), error_class = $2, error_detail = $3,
-              evidence = CASE WHEN $4::jsonb IS NULL THEN a.evidence ELSE COALESCE(a.evidence, '{}'::jsonb) || $4::jsonb END
-       FROM attempts before
-       WHERE a.id = $1 AND before.id = a.id AND a.status IN ('starting', 'running', 'unknown')
-       RETURNING a.job_id, before.status AS was`,
-      [attemptId, failure.class, failure.detail.slice(0, 2000), failure.evidence ? JSON.stringify(failure.evidence) : null],
-    );
-    const row = rows[0];
-    if (!row) return false;
-    // The slot's version moves on: a late answer of this attempt can no longer win (invariant 5).
-    await tx.query(
-      `UPDATE jobs SET version = version + 1, updated_at = now(),
-              status = CASE WHEN status = 'awaiting_resolution' THEN 'running' ELSE status END
-       WHERE id = $1`,
-      [row.job_id],
-    );
-    await appendEvent(tx, row.job_id, JobEventType.attemptFailed, { attemptId, class: failure.class, detail: failure.detail.slice(0, 500), wasUnknown: row.was === 'unknown' });
-    return true;
-  });
+export async function failAttempt(db: Pool, attemptId: string, from: AttemptStatus, failure: AttemptFailure): Promise<boolean> {
+  return inTransaction(db, (tx) => failAttemptLocked(tx, attemptId, from, failure));
+}
+
+/** failAttempt inside the caller's transaction (which takes the locks in order itself). */
+export async function failAttemptLocked(tx: PoolClient, attemptId: string, from: AttemptStatus, failure: AttemptFailure): Promise<boolean> {
+  await lockJobThenAttempt(tx, attemptId);
+  // Invariant 12: the transition names the status it leaves.
+  const { rows } = await tx.query<{ job_id: string }>(
+    `UPDATE attempts a SET status = 'failed', ended_at = now(), error_class = $3, error_detail = $4,
+            evidence = CASE WHEN $5::jsonb IS NULL THEN a.evidence ELSE COALESCE(a.evidence, '{}'::jsonb) || $5::jsonb END
+     WHERE a.id = $1 AND a.status = $2
+     RETURNING a.job_id`,
+    [attemptId, from, failure.class, failure.detail.slice(0, 2000), failure.evidence ? JSON.stringify(failure.evidence) : null],
+  );
+  const row = rows[0];
+  if (!row) return false;
+  // The slot's version moves on: a late answer of this attempt can no longer win (invariant 5).
+  await tx.query(
+    `UPDATE jobs SET version = version + 1, updated_at = now(),
+            status = CASE WHEN status = 'awaiting_resolution' THEN 'running' ELSE status END
+     WHERE id = $1`,
+    [row.job_id],
+  );
+  await appendEvent(tx, row.job_id, JobEventType.attemptFailed, { attemptId, class: failure.class, detail: failure.detail.slice(0, 500), wasUnknown: from === AttemptStatus.unknown });
+  return true;
 }
 
 /**
- * Marks an attempt `unknown`: its request may have executed (timeout, reset,
- * 5xx, worker lost). The job awaits resolution and no new attempt may start
- * (invariant 4).
- * @returns false when the attempt had already left starting/running.
+ * Marks a running attempt `unknown`: its request may have executed (timeout,
+ * reset, 5xx, worker lost). The job awaits resolution and no new attempt may
+ * start (invariant 4).
+ * @returns false when the attempt was no longer running (nothing written).
  */
 export async function markAttemptUnknown(db: Pool, attemptId: string, cause: { class: string; detail: string }): Promise<boolean> {
-  return inTransaction(db, async (tx) => {
-    await lockJobThenAttempt(tx, attemptId);
-    // Invariant 4: a timeout is unknown, not failed.
-    const { rows } = await tx.query<{ job_id: string }>(
-      `UPDATE attempts SET status = 'unknown', error_class = $2, error_detail = $3
-       WHERE id = $1 AND status IN ('starting', 'running')
-       RETURNING job_id`,
-      [attemptId, cause.class, cause.detail.slice(0, 2000)],
-    );
-    const row = rows[0];
-    if (!row) return false;
-    await appendEvent(tx, row.job_id, JobEventType.attemptUnknown, { attemptId, class: cause.class, detail: cause.detail.slice(0, 500) });
-    const { rowCount } = await tx.query(
-      `UPDATE jobs SET status = 'awaiting_resolution', updated_at = now() WHERE id = $1 AND terminal_at IS NULL AND status <> 'awaiting_resolution'`,
-      [row.job_id],
-    );
-    if (rowCount) await appendEvent(tx, row.job_id, JobEventType.awaitingResolution, { attemptId });
-    return true;
-  });
+  return inTransaction(db, (tx) => markAttemptUnknownLocked(tx, attemptId, cause));
 }
 
-/** Adds what a reconciliation learned to an attempt's evidence, without changing its status. */
-export async function noteEvidence(db: Queryable, attemptId: string, evidence: Record<string, unknown>): Promise<void> {
-  await db.query(`UPDATE attempts SET evidence = COALESCE(evidence, '{}'::jsonb) || $2::jsonb WHERE id = $1`, [attemptId, JSON.stringify(evidence)]);
+/** markAttemptUnknown inside the caller's transaction. */
+export async function markAttemptUnknownLocked(tx: PoolClient, attemptId: string, cause: { class: string; detail: string }): Promise<boolean> {
+  await lockJobThenAttempt(tx, attemptId);
+  // Invariants 4 and 12: only a request that went out can be unknown.
+  const { rows } = await tx.query<{ job_id: string }>(
+    `UPDATE attempts SET status = 'unknown', error_class = $2, error_detail = $3
+     WHERE id = $1 AND status = 'running'
+     RETURNING job_id`,
+    [attemptId, cause.class, cause.detail.slice(0, 2000)],
+  );
+  const row = rows[0];
+  if (!row) return false;
+  await appendEvent(tx, row.job_id, JobEventType.attemptUnknown, { attemptId, class: cause.class, detail: cause.detail.slice(0, 500) });
+  const { rowCount } = await tx.query(
+    `UPDATE jobs SET status = 'awaiting_resolution', updated_at = now() WHERE id = $1 AND terminal_at IS NULL AND status <> 'awaiting_resolution'`,
+    [row.job_id],
+  );
+  if (rowCount) await appendEvent(tx, row.job_id, JobEventType.awaitingResolution, { attemptId });
+  return true;
+}
+
+/**
+ * Adds what a reconciliation learned to an attempt's evidence, without
+ * changing its status. Takes the job row first, like every other write.
+ */
+export async function noteEvidence(db: Pool, attemptId: string, evidence: Record<string, unknown>): Promise<void> {
+  await inTransaction(db, async (tx) => {
+    await lockJobThenAttempt(tx, attemptId);
+    await tx.query(`UPDATE attempts SET evidence = COALESCE(evidence, '{}'::jsonb) || $2::jsonb WHERE id = $1`, [attemptId, JSON.stringify(evidence)]);
+  });
 }
 
 export class AttemptNotFoundError extends Error {
@@ -305,7 +379,7 @@ export async function resolveAttempt(
   return inTransaction(db, async (tx) => {
     await tx.query('SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE', [resolution.jobId]);
     const record: AttemptResolution = { outcome: resolution.outcome, reason: resolution.reason, by: resolution.by, at: new Date().toISOString() };
-    // Only an unknown attempt is resolved out of band (invariant 4).
+    // Invariants 4 and 12: only an unknown attempt is resolved out of band.
     const { rows } = await tx.query<AttemptRow>(
       `UPDATE attempts SET status = $3, ended_at = now(), resolution = $4
        WHERE id = $1 AND job_id = $2 AND status = 'unknown'

@@ -82,8 +82,9 @@ export async function runtimeRecord(db: Queryable, key: Pick<ContractKey, 'opera
             count(*) FILTER (WHERE recent.error_class = 'contract_violation') AS violations,
             max(recent.ended_at) FILTER (WHERE recent.error_class = 'contract_violation') AS last_violation_at
      FROM (
-       SELECT a.error_class, a.ended_at FROM attempts a JOIN jobs j ON j.id = a.job_id
-       WHERE j.operation = $1 AND a.provider = $2 AND a.model = $3 AND a.status IN ('succeeded', 'failed', 'discarded') AND a.ended_at IS NOT NULL
+       -- attempts_runtime_idx: the newest ended attempts of this operation, provider and model, no more.
+       SELECT a.error_class, a.ended_at FROM attempts a
+       WHERE a.operation = $1 AND a.provider = $2 AND a.model = $3 AND a.status IN ('succeeded', 'failed', 'discarded') AND a.ended_at IS NOT NULL
        ORDER BY a.ended_at DESC LIMIT $4
      ) recent`,
     [key.operation, key.provider, key.model, window],

@@ -12,12 +12,29 @@ export const EffectStatus = {
 } as const;
 export type EffectStatus = (typeof EffectStatus)[keyof typeof EffectStatus];
 
+/**
+ * Where a pending effect stands between its claim and its settlement; recovery
+ * reads it to choose between performing and looking the receipt up (invariant 8).
+ */
+export const EffectPhase = {
+  /** Nothing was sent yet: performing it is safe. */
+  claimed: 'claimed',
+  /** A try is out, or its answer was lost: only a receipt can tell whether it happened. */
+  sending: 'sending',
+  /** The downstream refused the last try before acting (429, 503, refused): a new try is safe. */
+  notPerformed: 'not_performed',
+} as const;
+export type EffectPhase = (typeof EffectPhase)[keyof typeof EffectPhase];
+
 export interface EffectRecord {
   id: string;
   jobId: string;
   name: string;
   key: string;
   status: EffectStatus;
+  phase: EffectPhase;
+  tries: number;
+  lookupFailures: number;
   leaseOwner: string | null;
   leaseExpiresAt: Date | null;
   /** Milliseconds until the lease expires, by the database's clock (0 when expired). */
@@ -34,6 +51,9 @@ interface EffectRow {
   name: string;
   effect_key: string;
   status: EffectStatus;
+  phase: EffectPhase;
+  tries: number;
+  lookup_failures: number;
   lease_owner: string | null;
   lease_expires_at: Date | null;
   lease_remaining_ms: string | null;
@@ -53,6 +73,9 @@ function toEffect(row: EffectRow): EffectRecord {
     name: row.name,
     key: row.effect_key,
     status: row.status,
+    phase: row.phase,
+    tries: row.tries,
+    lookupFailures: row.lookup_failures,
     leaseOwner: row.lease_owner,
     leaseExpiresAt: row.lease_expires_at,
     leaseRemainingMs: Number(row.lease_remaining_ms ?? 0),
@@ -110,32 +133,93 @@ export async function claimEffect(db: Pool, claim: { jobId: string; name: string
 
 /**
  * Takes over a stale pending effect: a compare-and-swap on the lease that
- * succeeds only once it has expired (invariant 8). A valid lease is never stolen.
+ * succeeds only once it has expired (invariant 8). A valid lease is never
+ * stolen. The effect comes back with the phase it was left in, read by the
+ * same statement, so the new owner knows whether anything may have been sent.
+ * Only the first takeover writes an event: a downstream that stays
+ * unreachable must not grow the job's history (the row counts the owners).
  * @returns the effect under its new owner, or undefined when it was not stale.
  */
 export async function takeOverEffect(db: Pool, takeover: { effectId: string; owner: string; leaseMs: number }): Promise<EffectRecord | undefined> {
   return inTransaction(db, async (tx) => {
     await lockJobOfEffect(tx, takeover.effectId);
-    return takeOverLocked(tx, takeover);
+    const { rows } = await tx.query<EffectRow>(
+      `WITH taken AS (
+         UPDATE effects SET lease_owner = $2, lease_expires_at = now() + $3 * interval '1 millisecond', owners = owners + 1, updated_at = now()
+         WHERE id = $1 AND status = 'pending' AND lease_expires_at < now()
+         RETURNING ${COLUMNS}
+       ), recovered AS (
+         INSERT INTO job_events (job_id, type, detail)
+         SELECT job_id, '${JobEventType.effectRecovered}', jsonb_build_object('name', name, 'owner', lease_owner, 'owners', owners, 'phase', phase) FROM taken
+         WHERE owners = 2
+       )
+       SELECT * FROM taken`,
+      [takeover.effectId, takeover.owner, takeover.leaseMs],
+    );
+    return rows[0] ? toEffect(rows[0]) : undefined;
   });
 }
 
-async function takeOverLocked(db: Queryable, takeover: { effectId: string; owner: string; leaseMs: number }): Promise<EffectRecord | undefined> {
-  // Invariant 8: only an expired lease changes hands, and only to one new owner
-  // (the event is written by the same statement).
-  const { rows } = await db.query<EffectRow>(
-    `WITH taken AS (
-       UPDATE effects SET lease_owner = $2, lease_expires_at = now() + $3 * interval '1 millisecond', owners = owners + 1, updated_at = now()
-       WHERE id = $1 AND status = 'pending' AND lease_expires_at < now()
-       RETURNING ${COLUMNS}
-     ), recovered AS (
-       INSERT INTO job_events (job_id, type, detail)
-       SELECT job_id, '${JobEventType.effectRecovered}', jsonb_build_object('name', name, 'owner', lease_owner, 'owners', owners) FROM taken
-     )
-     SELECT * FROM taken`,
-    [takeover.effectId, takeover.owner, takeover.leaseMs],
-  );
-  return rows[0] ? toEffect(rows[0]) : undefined;
+/**
+ * The owner is about to send a try: the phase becomes `sending` first, so a
+ * crash from here on leaves an effect that recovery must look up, never
+ * blindly perform (invariant 8).
+ * @returns the number of this try (1 for the first, across owners), or
+ * undefined when the caller no longer holds the lease (nothing may be sent).
+ */
+export async function beginEffectTry(db: Pool, effectId: string, owner: string): Promise<number | undefined> {
+  return inTransaction(db, async (tx) => {
+    await lockJobOfEffect(tx, effectId);
+    const { rows } = await tx.query<{ tries: number }>(
+      `UPDATE effects SET phase = 'sending', tries = tries + 1, updated_at = now()
+       WHERE id = $1 AND status = 'pending' AND lease_owner = $2
+       RETURNING tries`,
+      [effectId, owner],
+    );
+    return rows[0]?.tries;
+  });
+}
+
+/**
+ * The downstream refused the last try before acting: a new try is safe. With
+ * `retryInMs`, the lease runs until then, and whoever holds the effect next
+ * tries again (the runner does not sleep past its own budget).
+ * @returns false when the caller no longer holds the lease.
+ */
+export async function noteEffectNotPerformed(db: Pool, effectId: string, owner: string, error: Record<string, unknown>, retryInMs?: number): Promise<boolean> {
+  return inTransaction(db, async (tx) => {
+    await lockJobOfEffect(tx, effectId);
+    const { rowCount } = await tx.query(
+      `UPDATE effects SET phase = 'not_performed', error = $3, updated_at = now(),
+              lease_expires_at = CASE WHEN $4::bigint IS NULL THEN lease_expires_at ELSE now() + $4 * interval '1 millisecond' END
+       WHERE id = $1 AND status = 'pending' AND lease_owner = $2 AND phase = 'sending'`,
+      [effectId, owner, JSON.stringify(error), retryInMs ?? null],
+    );
+    return rowCount === 1;
+  });
+}
+
+/** Records why the last try is ambiguous; the phase stays `sending` (only a receipt can tell). */
+export async function noteEffectAmbiguous(db: Pool, effectId: string, owner: string, error: Record<string, unknown>): Promise<void> {
+  await inTransaction(db, async (tx) => {
+    await lockJobOfEffect(tx, effectId);
+    await tx.query(`UPDATE effects SET error = $3, updated_at = now() WHERE id = $1 AND status = 'pending' AND lease_owner = $2`, [effectId, owner, JSON.stringify(error)]);
+  });
+}
+
+/**
+ * A receipt lookup that could not answer: counted on the row, not as an event,
+ * so an unreachable downstream costs one row update per lease, not a growing history.
+ */
+export async function noteLookupFailure(db: Pool, effectId: string, owner: string, error: string): Promise<void> {
+  await inTransaction(db, async (tx) => {
+    await lockJobOfEffect(tx, effectId);
+    await tx.query(
+      `UPDATE effects SET lookup_failures = lookup_failures + 1, last_lookup = jsonb_build_object('at', now(), 'error', $3::text), updated_at = now()
+       WHERE id = $1 AND status = 'pending' AND lease_owner = $2`,
+      [effectId, owner, error.slice(0, 500)],
+    );
+  });
 }
 
 /** Extends the lease its owner holds. False when the owner no longer holds it. */
@@ -228,9 +312,11 @@ export async function resolveEffect(
   resolution: { jobId: string; name: string; outcome: 'succeeded' | 'failed'; reason: string; by: string; receipt?: Record<string, unknown> },
 ): Promise<EffectRecord> {
   return inTransaction(db, async (tx) => {
+    // The job row first, as every transition of a job and its children.
+    await tx.query('SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE', [resolution.jobId]);
     const record = { outcome: resolution.outcome, reason: resolution.reason, by: resolution.by, at: new Date().toISOString() };
     const { rows } = await tx.query<EffectRow>(
-      `UPDATE effects SET status = $3, resolution = $4, receipt = COALESCE($5, receipt), updated_at = now()
+      `UPDATE effects SET status = $3, resolution = $4, receipt = COALESCE($5, receipt), settled_at = now(), updated_at = now()
        WHERE job_id = $1 AND name = $2 AND status = 'needs_review'
        RETURNING ${COLUMNS}`,
       [resolution.jobId, resolution.name, resolution.outcome, JSON.stringify(record), resolution.receipt ? JSON.stringify(resolution.receipt) : null],

@@ -21,6 +21,7 @@ export const JobEventType = {
   effectRecovered: 'effect.recovered',
   effectNeedsReview: 'effect.needs_review',
   effectResolved: 'effect.resolved',
+  workflowRepaired: 'job.workflow_repaired',
 } as const;
 export type JobEventType = (typeof JobEventType)[keyof typeof JobEventType];
 

@@ -168,15 +168,18 @@ export interface JobError {
 /**
  * Ends a job as failed with a clear error. Bumps the version, so no late
  * attempt can still win.
- * @returns false when the job was already terminal.
+ * @returns false when the job was already terminal, or one of its effects is
+ * claimed and not settled (nothing written).
  */
 export async function failJob(db: Queryable, jobId: string, error: JobError): Promise<boolean> {
-  // A terminal job never moves again. The event is written by the same statement,
-  // so whoever hears of the terminal state also sees why.
+  // A terminal job never moves again, and a job whose effect may be out is not
+  // failed under it: the effect settles first. The event is written by the same
+  // statement, so whoever hears of the terminal state also sees why.
   const { rowCount } = await db.query(
     `WITH done AS (
        UPDATE jobs SET status = 'failed', error = $2, version = version + 1, terminal_at = now(), updated_at = now()
        WHERE id = $1 AND terminal_at IS NULL
+         AND NOT EXISTS (SELECT 1 FROM effects WHERE job_id = $1 AND status IN ('pending', 'needs_review'))
        RETURNING id
      )
      INSERT INTO job_events (job_id, type, detail) SELECT id, '${JobEventType.failed}', $3 FROM done`,
@@ -236,4 +239,35 @@ export async function settleJob(db: Queryable, jobId: string, result: unknown): 
     [jobId, JSON.stringify(result)],
   );
   return Boolean(rowCount);
+}
+
+/** An open job the sweeper should look at: its workflow must exist and be running. */
+export interface JobToSweep {
+  id: string;
+  principalId: string;
+  operation: string;
+  status: JobStatus;
+  workflowId: string;
+}
+
+/**
+ * Open jobs older than `minAgeMs` that the sweeper has not looked at within
+ * `intervalMs`, oldest first; marks them looked at in the same statement, so
+ * two sweepers share the work instead of repeating it.
+ */
+export async function takeJobsToSweep(db: Queryable, opts: { minAgeMs: number; intervalMs: number; limit: number }): Promise<JobToSweep[]> {
+  const { rows } = await db.query<{ id: string; principal_id: string; operation: string; status: JobStatus; workflow_id: string }>(
+    `UPDATE jobs SET swept_at = now()
+     WHERE id IN (
+       SELECT id FROM jobs
+       WHERE terminal_at IS NULL
+         AND created_at < now() - $1 * interval '1 millisecond'
+         AND (swept_at IS NULL OR swept_at < now() - $2 * interval '1 millisecond')
+       ORDER BY created_at
+       LIMIT $3
+       FOR UPDATE SKIP LOCKED)
+     RETURNING id, principal_id, operation, status, workflow_id`,
+    [opts.minAgeMs, opts.intervalMs, opts.limit],
+  );
+  return rows.map((row) => ({ id: row.id, principalId: row.principal_id, operation: row.operation, status: row.status, workflowId: row.workflow_id }));
 }

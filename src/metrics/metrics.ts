@@ -27,6 +27,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     effectsRecovered: counter('onceflow_effects_recovered_total', 'Stale effects taken over under a lease, by result', ['effect', 'result']),
     receiptsFound: counter('onceflow_effect_receipts_found_total', 'Receipts found by looking up the downstream by key', ['effect']),
     effectsNeedsReview: counter('onceflow_effects_needs_review_total', 'Effects that could be neither looked up nor safely repeated', ['effect']),
+    workflowsRepaired: counter('onceflow_workflows_repaired_total', 'Open jobs found without a running workflow, whose workflow the sweeper started', ['operation']),
     downstreamFailures: counter('onceflow_downstream_failures_total', 'Downstream calls that failed, by class', ['effect', 'class']),
   };
 }

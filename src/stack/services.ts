@@ -9,7 +9,7 @@ import { createMetrics, type Metrics } from '../metrics/metrics';
 import { createRegistry } from '../operations/registry';
 import { createWorker } from '../worker/worker';
 import { buildActivityDeps } from '../worker/activity-deps';
-import { ensureRetentionSchedule } from '../temporal/retention-schedule';
+import { ensureRetentionSchedule, ensureSweeperSchedule } from '../temporal/schedules';
 import type { OperationRegistry } from '../operations/registry';
 import { createProviders, DEFAULT_PROVIDERS_YAML, loadProvidersConfig, parseProvidersConfig, routeFor } from '../providers/config';
 
@@ -112,25 +112,27 @@ export async function startWorker(config: OnceflowConfig, db: Pool, metrics: Met
   } catch (err) {
     throw new Error(`Temporal at ${config.temporal.address} is not reachable (${(err as Error).message}); check TEMPORAL_ADDRESS`);
   }
+  // The worker's own client: the sweeper starts job workflows with it, and it keeps the Schedules up to date.
+  const clientConnection = await connectTemporal(config.temporal.address);
+  const client = new Client({ connection: clientConnection, namespace: config.temporal.namespace });
+  const workflows = { client, taskQueue: config.temporal.taskQueue, searchAttributes: true };
   const worker = await createWorker({
     connection,
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
-    activities: createActivities(buildActivityDeps({ db, metrics, config, operations, providers, routeFor: route })),
+    stickyQueueTimeoutMs: config.temporal.stickyQueueTimeoutMs,
+    activities: createActivities(buildActivityDeps({ db, metrics, config, operations, providers, routeFor: route, workflows })),
   });
   const running = worker.run();
-  const clientConnection = await connectTemporal(config.temporal.address);
-  await ensureRetentionSchedule(new Client({ connection: clientConnection, namespace: config.temporal.namespace }), {
-    taskQueue: config.temporal.taskQueue,
-    retentionDays: config.retentionDays,
-  });
-  await clientConnection.close();
+  await ensureRetentionSchedule(client, { taskQueue: config.temporal.taskQueue, retentionDays: config.retentionDays });
+  await ensureSweeperSchedule(client, { taskQueue: config.temporal.taskQueue });
   return {
     worker,
     async close() {
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await running;
       await connection.close();
+      await clientConnection.close();
     },
   };
 }

@@ -22,10 +22,15 @@ export interface JobWorkflowInput {
   jobId: string;
   /** False on servers without Onceflow's custom search attributes (the time-skipping test server). */
   searchAttributes?: boolean;
+  /** The status search attribute as the previous run left it (carried across continue-as-new). */
+  status?: string;
 }
 
 export const RETENTION_WORKFLOW = 'retentionWorkflow';
 export const RETENTION_SCHEDULE_ID = 'onceflow-retention';
+
+export const SWEEPER_WORKFLOW = 'sweeperWorkflow';
+export const SWEEPER_SCHEDULE_ID = 'onceflow-sweeper';
 
 /** Wakes the workflow: a job was cancelled or an attempt resolved out of band. */
 export const jobChangedSignal = defineSignal('jobChanged');
@@ -36,48 +41,59 @@ export interface RouteStep {
   model: string;
 }
 
-/** What the workflow needs to drive a job, read from the ledger and configuration. */
-export interface JobPlan {
-  status: string;
-  terminal: boolean;
-  /** The AI step already has its winning result (only effects are left). */
-  hasWinner: boolean;
-  operation: string;
-  route: RouteStep[];
-  maxAttempts: number;
-  attemptsMade: number;
-  /** Index into route of the next attempt's provider. */
-  nextRouteIndex: number;
+/** How the next attempt relates to the previous one (for metrics and events). */
+export type AttemptKind = 'first' | 'retry' | 'fallback';
+
+/** The timeouts the workflow schedules its activities with, from the worker's configuration. */
+export interface JobTimings {
   attemptTimeoutMs: number;
   heartbeatTimeoutMs: number;
   reconcileIntervalMs: number;
-  backoffMs: number;
-  /** The operation's side effects, in order. */
-  effects: string[];
-  /** How long a performEffect may run before Temporal gives up on it. */
+  /** How long one performEffect or recoverEffect may run: the claim's lease. */
   effectTimeoutMs: number;
-  /** An attempt left live by an earlier run of this workflow. */
-  live?: { attemptId: string; status: string; provider: string };
 }
 
-/** Where an attempt stands after a step of the workflow. */
-export interface AttemptOutcome {
+/**
+ * What the ledger says a job needs next. The workflow does only this; every
+ * decision (which provider, whether to wait, whether the job is done) is made
+ * in one ledger transaction whose WHERE clauses are the rules.
+ */
+export type JobAction =
+  | { kind: 'terminal'; status: string }
+  /** An attempt is open (starting): send it. */
+  | { kind: 'call'; attemptId: string; provider: string; model: string }
+  /** An attempt is unknown: nothing new starts until it is reconciled or resolved (invariant 4). */
+  | { kind: 'await'; attemptId: string }
+  /** The next attempt goes to the provider that just failed: not before this. */
+  | { kind: 'backoff'; ms: number }
+  /** The AI step has its winner: these effects are left, in order. */
+  | { kind: 'effects'; names: string[] };
+
+export type JobStep = JobAction & { timings: JobTimings };
+
+/** What one provider call (or one reconciliation) left in the ledger. */
+export interface AttemptReport {
   status: 'starting' | 'running' | 'unknown' | 'succeeded' | 'failed' | 'cancelled' | 'discarded';
-  /** True when the job is terminal (won, cancelled, failed): nothing more to try. */
+  /** The job is terminal (it won without effects, was cancelled, or failed). */
   jobTerminal: boolean;
+  jobStatus: string;
+  /** This attempt won the job's result slot and these effects are to run. */
+  effects?: string[];
   class?: string;
-  /** From a 429's Retry-After: wait at least this long before the same provider again. */
-  retryAfterMs?: number;
 }
-
-/** The route step the next attempt goes to, or why there is none. */
-export type NextStep = { kind: 'step'; step: RouteStep; index: number; skipped: string[] } | { kind: 'exhausted'; detail: string };
-
-/** How the next attempt relates to the previous one (for metrics and events). */
-export type AttemptKind = 'first' | 'retry' | 'fallback';
 
 /** Where an effect stands, as the workflow sees it. */
 export interface EffectStateView {
   status: 'pending' | 'succeeded' | 'failed' | 'needs_review' | 'absent';
   leaseRemainingMs: number;
+  jobTerminal: boolean;
+  jobStatus: string;
 }
+
+/** Names of the failures the workflow must tell apart (ApplicationFailure types). */
+export const FailureType = {
+  /** The deployment has no adapter for an effect; nothing was claimed. */
+  effectNotConfigured: 'effect_not_configured',
+  /** The job is not in the ledger (removed by retention): nothing is left to drive. */
+  jobNotFound: 'job_not_found',
+} as const;

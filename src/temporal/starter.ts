@@ -1,6 +1,5 @@
-import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
-import type { JobRecord } from '../ledger/jobs';
 import { JOB_WORKFLOW, searchAttributes, type JobWorkflowInput } from './contract';
 
 export interface WorkflowTarget {
@@ -10,13 +9,22 @@ export interface WorkflowTarget {
   searchAttributes: boolean;
 }
 
+/** What starting a job's workflow needs to know of the job. */
+export interface JobToStart {
+  id: string;
+  principalId: string;
+  operation: string;
+  status: string;
+  workflowId: string;
+}
+
 /**
  * Starts the job's workflow, or attaches to the one already running under its
- * derived ID (USE_EXISTING). Calling it for a job whose workflow never started
- * repairs that job.
+ * derived ID (USE_EXISTING). Calling it for a job whose workflow never started,
+ * or whose workflow ended before the job did, starts a new run that drives it.
  */
-export async function startOrAttachJobWorkflow(target: WorkflowTarget, job: JobRecord): Promise<void> {
-  const input: JobWorkflowInput = { jobId: job.id, searchAttributes: target.searchAttributes };
+export async function startOrAttachJobWorkflow(target: WorkflowTarget, job: JobToStart): Promise<void> {
+  const input: JobWorkflowInput = { jobId: job.id, searchAttributes: target.searchAttributes, status: job.status };
   await target.client.workflow.start(JOB_WORKFLOW, {
     taskQueue: target.taskQueue,
     workflowId: job.workflowId,
@@ -30,4 +38,19 @@ export async function startOrAttachJobWorkflow(target: WorkflowTarget, job: JobR
         ])
       : undefined,
   });
+}
+
+/**
+ * Starts the workflow of an open job when none is running (invariant 11).
+ * @returns true when a workflow had to be started.
+ */
+export async function repairJobWorkflow(target: WorkflowTarget, job: JobToStart): Promise<boolean> {
+  try {
+    const described = await target.client.workflow.getHandle(job.workflowId).describe();
+    if (described.status.name === 'RUNNING') return false;
+  } catch (err) {
+    if (!(err instanceof WorkflowNotFoundError)) throw err;
+  }
+  await startOrAttachJobWorkflow(target, job);
+  return true;
 }

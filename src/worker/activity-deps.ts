@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import type { ActivityDeps } from '../activities';
+import type { ActivityDeps, SweeperSettings } from '../activities/deps';
 import type { OnceflowConfig } from '../config';
 import { createEffectAdapters } from '../effects/registry';
 import { createEffectRunner } from '../effects/runner';
@@ -8,6 +8,7 @@ import type { Metrics } from '../metrics/metrics';
 import type { OperationRegistry } from '../operations/registry';
 import type { ProviderAdapter } from '../providers/types';
 import type { RouteStep } from '../temporal/contract';
+import type { WorkflowTarget } from '../temporal/starter';
 
 export interface WorkerParts {
   db: Pool;
@@ -18,11 +19,26 @@ export interface WorkerParts {
   routeFor(operation: string): RouteStep[];
   /** Effect adapters; by default those of config.effects. */
   effectAdapters?: ReadonlyMap<string, EffectAdapter>;
+  /** Where the sweeper starts job workflows (the worker's own Temporal client). */
+  workflows?: WorkflowTarget;
+  sweeper?: SweeperSettings;
 }
 
-/** Everything the activities depend on, from configuration and the parts a worker was given. */
+/** The sweeper's defaults: open jobs older than a minute, each looked at every five minutes at most. */
+export const DEFAULT_SWEEPER: SweeperSettings = { minAgeMs: 60_000, intervalMs: 5 * 60_000, batchSize: 500 };
+
+/**
+ * Everything the activities depend on, from configuration and the parts a worker was given.
+ * @throws Error when an operation names an effect this deployment has no adapter for.
+ */
 export function buildActivityDeps(parts: WorkerParts): ActivityDeps {
   const { config } = parts;
+  const adapters = parts.effectAdapters ?? createEffectAdapters(config.effects, parts.db);
+  // A missing adapter is a boot error, not a job that fails at its effect.
+  for (const operation of parts.operations.values()) {
+    const missing = (operation.effects ?? []).filter((name) => !adapters.has(name));
+    if (missing.length) throw new Error(`operation ${operation.name} needs effect ${missing.join(', ')}, which has no adapter in this deployment (see the README, Effects)`);
+  }
   return {
     db: parts.db,
     metrics: parts.metrics,
@@ -33,10 +49,12 @@ export function buildActivityDeps(parts: WorkerParts): ActivityDeps {
     effects: createEffectRunner({
       db: parts.db,
       metrics: parts.metrics,
-      adapters: parts.effectAdapters ?? createEffectAdapters(config.effects, parts.db),
-      settings: { leaseMs: config.effects.leaseMs, maxTries: config.effects.maxTries, backoffMs: config.effects.backoffMs },
+      adapters,
+      operations: parts.operations,
+      settings: { leaseMs: config.effects.leaseMs, maxTries: config.effects.maxTries, backoffMs: config.effects.backoffMs, callTimeoutMs: config.effects.callTimeoutMs },
     }),
     effectTimeoutMs: config.effects.leaseMs,
     gate: { maxAgeMs: config.contracts.maxAgeMs, demotion: config.contracts.demotion },
+    ...(parts.workflows ? { workflows: parts.workflows, sweeper: parts.sweeper ?? DEFAULT_SWEEPER } : {}),
   };
 }

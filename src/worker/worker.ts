@@ -6,6 +6,8 @@ export interface WorkerDeps {
   namespace: string;
   taskQueue: string;
   activities: Activities;
+  /** How long a workflow task waits for the worker that ran the workflow last (its sticky queue) before any worker may take it. */
+  stickyQueueTimeoutMs?: number;
   /** A prebuilt workflow bundle (tests build one per run); otherwise the workflows are bundled from source. */
   workflowBundle?: WorkerOptions['workflowBundle'];
 }
@@ -17,6 +19,7 @@ export function createWorker(deps: WorkerDeps): Promise<Worker> {
     namespace: deps.namespace,
     taskQueue: deps.taskQueue,
     activities: deps.activities,
+    ...(deps.stickyQueueTimeoutMs ? { stickyQueueScheduleToStartTimeout: deps.stickyQueueTimeoutMs } : {}),
     ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
   });
 }

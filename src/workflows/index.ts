@@ -1,2 +1,3 @@
 export { jobWorkflow } from './job-workflow';
 export { retentionWorkflow } from './retention-workflow';
+export { sweeperWorkflow } from './sweeper-workflow';

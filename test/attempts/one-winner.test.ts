@@ -4,7 +4,7 @@ import { createActivities } from '../../src/activities';
 import { createRegistry } from '../../src/operations/registry';
 import { loadConfig } from '../../src/config';
 import { buildActivityDeps } from '../../src/worker/activity-deps';
-import { listAttempts, markAttemptUnknown, openAttempt } from '../../src/ledger/attempts';
+import { listAttempts, markAttemptUnknown, openAttempt, resolveAttempt } from '../../src/ledger/attempts';
 import { until } from '../harness/worker-process';
 import { auth, isTerminalJob, KEYS, readJob, startTestStack, submitReply, waitForJob, type TestStack } from '../harness/stack';
 
@@ -14,6 +14,8 @@ describe('one winner (invariants 3 and 5)', () => {
     stack = await startTestStack({ worker: false });
   });
   afterAll(() => stack.close());
+  // Tests that start the worker leave none running for the next, which drives attempts by hand.
+  afterEach(() => stack.stopWorker());
 
   const activities = () =>
     createActivities(
@@ -34,7 +36,7 @@ describe('one winner (invariants 3 and 5)', () => {
     expect(first.kind).toBe('opened');
 
     // Act
-    const direct = stack.db.pool.query(`INSERT INTO attempts (job_id, seq, provider, model, job_version) VALUES ($1, 99, 'sim-backup', 'x', 0)`, [job.id]);
+    const direct = stack.db.pool.query(`INSERT INTO attempts (job_id, operation, seq, provider, model, job_version) VALUES ($1, 'support.reply', 99, 'sim-backup', 'x', 0)`, [job.id]);
     const viaLedger = await openAttempt(stack.db.pool, { jobId: job.id, provider: 'sim-backup', model: 'sim-large' });
 
     // Assert
@@ -55,7 +57,22 @@ describe('one winner (invariants 3 and 5)', () => {
     expect(results.filter((r) => r.kind === 'live')).toHaveLength(11);
   });
 
-  it("keeps B's result when A, resolved out of band, answers after B won; A's late result is discarded and the race recorded", async () => {
+  it('returns the attempt it opened to a retried open, so a retry never mistakes its own attempt for another live one', async () => {
+    // Arrange
+    const job = (await submitReply(stack, { message: 'retried open' })).json();
+    const attemptId = randomUUID();
+
+    // Act: the open commits, its answer is lost, and the step runs again with the same id.
+    const first = await openAttempt(stack.db.pool, { jobId: job.id, provider: 'sim-primary', model: 'sim-small', attemptId });
+    const retried = await openAttempt(stack.db.pool, { jobId: job.id, provider: 'sim-primary', model: 'sim-small', attemptId });
+
+    // Assert
+    expect(first).toMatchObject({ kind: 'opened', attempt: { id: attemptId, status: 'starting' } });
+    expect(retried).toMatchObject({ kind: 'opened', attempt: { id: attemptId, status: 'starting' } });
+    expect(await listAttempts(stack.db.pool, job.id)).toHaveLength(1);
+  });
+
+  it("keeps B's result when A, resolved out of band, answers after B won; A keeps its resolution and its late answer is recorded", async () => {
     // Arrange: the job's workflow waits for a worker; attempt A goes out first and answers late (3 s).
     const submitted = await submitReply(stack, { message: 'Hi @sim(sim-primary:delay=3000)' });
     const jobId = submitted.json().id;
@@ -63,7 +80,6 @@ describe('one winner (invariants 3 and 5)', () => {
     if (opened.kind !== 'opened') throw new Error('attempt A did not open');
     const attemptA = opened.attempt.id;
     // A's provider call runs as a real activity, outside the workflow: the zombie that outlived Temporal's timeout.
-    stack.app.log.level = 'silent';
     const zombie = new MockActivityEnvironment().run(activities().callProvider, attemptA);
     await until(() => stack.sims.primary.requests().some((r) => r.requestId === attemptA));
     await markAttemptUnknown(stack.db.pool, attemptA, { class: 'worker_lost', detail: 'Temporal gave up on the activity' });
@@ -84,20 +100,41 @@ describe('one winner (invariants 3 and 5)', () => {
 
     // Assert
     expect(won.status).toBe('succeeded');
-    expect(late).toMatchObject({ status: 'discarded', jobTerminal: true });
+    expect(late).toMatchObject({ status: 'failed', jobTerminal: true });
     const job = await readJob(stack, jobId);
     expect(job.result.reply).toContain('sim-backup');
     const [a, b] = job.attempts;
-    expect(a).toMatchObject({ id: attemptA, provider: 'sim-primary', status: 'discarded', resolution: { outcome: 'failed' } });
     expect(b).toMatchObject({ provider: 'sim-backup', status: 'succeeded' });
-    expect(a.evidence.winner).toBe(b.id);
+    expect(a).toMatchObject({ id: attemptA, provider: 'sim-primary', status: 'failed', resolution: { outcome: 'failed', reason: 'failing over; A is presumed lost' } });
+    expect(a.evidence.lateAnswer).toMatchObject({ winner: b.id, outputSha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
     const race = job.events.find((e: any) => e.type === 'attempt.race_lost');
-    expect(race.detail).toMatchObject({ attemptId: attemptA, winner: b.id, jobStatus: 'succeeded' });
+    expect(race.detail).toMatchObject({ attemptId: attemptA, winner: b.id, jobStatus: 'succeeded', statusWhenDiscarded: 'failed' });
     const completedBy = await stack.db.pool.query('SELECT completed_by FROM jobs WHERE id = $1', [jobId]);
     expect(completedBy.rows[0].completed_by).toBe(b.id);
-    expect(await stack.metrics.lateResultsDiscarded.get()).toMatchObject({ values: [expect.objectContaining({ value: 1 })] });
-    await stack.stopWorker();
+    expect((await stack.metrics.lateResultsDiscarded.get()).values).toEqual([expect.objectContaining({ labels: { operation: 'support.reply', provider: 'sim-primary' }, value: 1 })]);
   }, 30_000);
+
+  it('never lets an attempt resolved by an operator win with its late answer, even before another attempt opened', async () => {
+    // Arrange: A goes out, is given up on (unknown), and an operator resolves it as failed.
+    const submitted = await submitReply(stack, { message: 'Hi @sim(sim-primary:delay=1500)', key: randomUUID() });
+    const jobId = submitted.json().id;
+    const opened = await openAttempt(stack.db.pool, { jobId, provider: 'sim-primary', model: 'sim-small' });
+    if (opened.kind !== 'opened') throw new Error('no attempt');
+    const zombie = new MockActivityEnvironment().run(activities().callProvider, opened.attempt.id) as Promise<{ status: string; jobTerminal: boolean }>;
+    await until(() => stack.sims.primary.requests().some((r) => r.requestId === opened.attempt.id));
+    await markAttemptUnknown(stack.db.pool, opened.attempt.id, { class: 'worker_lost', detail: 'Temporal gave up on the activity' });
+    await resolveAttempt(stack.db.pool, { jobId, attemptId: opened.attempt.id, outcome: 'failed', reason: 'presumed lost', by: 'operator:test' });
+
+    // Act: its answer arrives while the job has no winner at all.
+    const late = await zombie;
+
+    // Assert: the slot stays empty, the resolution stands, and the answer is only evidence.
+    expect(late).toMatchObject({ status: 'failed', jobTerminal: false });
+    const { rows } = await stack.db.pool.query('SELECT completed_by, status, output FROM jobs WHERE id = $1', [jobId]);
+    expect(rows[0]).toMatchObject({ completed_by: null, status: 'running', output: null });
+    const [attempt] = await listAttempts(stack.db.pool, jobId);
+    expect(attempt).toMatchObject({ status: 'failed', resolution: { outcome: 'failed', by: 'operator:test' }, evidence: { lateAnswer: { winner: null } } });
+  });
 
   it('discards the result of an attempt that answers after its job was cancelled', async () => {
     // Arrange

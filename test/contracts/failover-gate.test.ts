@@ -129,8 +129,8 @@ describe('the failover gate', () => {
         [randomUUID()],
       );
       await stack.db.pool.query(
-        `INSERT INTO attempts (job_id, seq, provider, model, status, job_version, ended_at, error_class)
-         VALUES ($1, 1, 'sim-primary', 'sim-small', 'failed', 0, now(), 'contract_violation')`,
+        `INSERT INTO attempts (job_id, operation, seq, provider, model, status, job_version, ended_at, error_class)
+         VALUES ($1, 'support.reply', 1, 'sim-primary', 'sim-small', 'failed', 0, now(), 'contract_violation')`,
         [rows[0].id],
       );
     }

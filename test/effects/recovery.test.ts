@@ -4,9 +4,10 @@ import { createMessageSend } from '../../src/effects/message-send';
 import { requestDigest } from '../../src/jobs/digest';
 import { jobWorkflowId } from '../../src/jobs/scope';
 import { commitAttemptResult, markAttemptRunning, openAttempt } from '../../src/ledger/attempts';
-import { claimEffect, effectKey, getEffect } from '../../src/ledger/effects';
+import { beginEffectTry, claimEffect, effectKey, getEffect } from '../../src/ledger/effects';
 import { admitJob, cancelJob } from '../../src/ledger/jobs';
 import { createMetrics } from '../../src/metrics/metrics';
+import { createRegistry } from '../../src/operations/registry';
 import { startSimDownstream, type SimDownstream } from '../../src/sim/downstream-server';
 import { createTestDatabase, type TestDatabase } from '../harness/database';
 
@@ -31,6 +32,7 @@ describe('effect claims and recovery', () => {
       db: db.pool,
       metrics,
       adapters: new Map([['message.send', createMessageSend({ baseUrl: target.url, deduplicates: target === dedupingDownstream, timeoutMs: 300 })]]),
+      operations: createRegistry(),
       settings: { leaseMs: LEASE_MS, maxTries: 2, backoffMs: 20 },
     });
 
@@ -55,7 +57,7 @@ describe('effect claims and recovery', () => {
     const runner = runnerFor(downstream);
 
     // Act
-    const results = await Promise.all(Array.from({ length: 6 }, (_, i) => runner.perform(jobId, 'message.send', `worker-${i}`)));
+    const results = await Promise.all(Array.from({ length: 6 }, (_, i) => runner.perform(jobId, 'message.send', { owner: `worker-${i}` })));
 
     // Assert
     expect(deliveriesOf(downstream, ticketId)).toHaveLength(1);
@@ -69,13 +71,13 @@ describe('effect claims and recovery', () => {
     const { jobId, ticketId } = await jobWithWinner('We are on it. @sink(reset)');
     const metrics = createMetrics();
     const runner = runnerFor(downstream, metrics);
-    const first = await runner.perform(jobId, 'message.send', 'worker-a');
+    const first = await runner.perform(jobId, 'message.send', { owner: 'worker-a' });
     expect(first.status).toBe('pending');
 
     // Act
-    const early = await runner.recover(jobId, 'message.send', 'worker-b');
+    const early = await runner.recover(jobId, 'message.send', { owner: 'worker-b' });
     await waitForLease();
-    const recovered = await runner.recover(jobId, 'message.send', 'worker-b');
+    const recovered = await runner.recover(jobId, 'message.send', { owner: 'worker-b' });
 
     // Assert
     expect(early.status).toBe('pending'); // the lease was still valid: not stolen
@@ -92,7 +94,7 @@ describe('effect claims and recovery', () => {
     await claimEffect(db.pool, { jobId, name: 'message.send', owner: 'worker-a', leaseMs: 60_000 });
 
     // Act
-    const attempt = await runnerFor(downstream).recover(jobId, 'message.send', 'worker-b');
+    const attempt = await runnerFor(downstream).recover(jobId, 'message.send', { owner: 'worker-b' });
 
     // Assert
     expect(attempt.status).toBe('pending');
@@ -101,17 +103,38 @@ describe('effect claims and recovery', () => {
   });
 
   it('sends nothing again when the downstream has no receipt and a repeat is not safe: the effect goes to review', async () => {
-    // Arrange: A claimed it and vanished before sending anything.
+    // Arrange: A claimed it, said it was sending, and vanished: the message may be out, or not.
     const { jobId, ticketId } = await jobWithWinner('Hello again.');
-    await claimEffect(db.pool, { jobId, name: 'message.send', owner: 'worker-a', leaseMs: 50 });
+    const claim = await claimEffect(db.pool, { jobId, name: 'message.send', owner: 'worker-a', leaseMs: 50 });
+    if (!claim.claimed) throw new Error('no claim');
+    expect(await beginEffectTry(db.pool, claim.effect.id, 'worker-a')).toBe(1);
     await new Promise((resolve) => setTimeout(resolve, 100));
 
     // Act
-    const recovered = await runnerFor(downstream).recover(jobId, 'message.send', 'worker-b');
+    const recovered = await runnerFor(downstream).recover(jobId, 'message.send', { owner: 'worker-b' });
 
     // Assert
     expect(recovered).toMatchObject({ status: 'needs_review', error: { class: 'not_found_unsafe_to_repeat' } });
     expect(deliveriesOf(downstream, ticketId)).toHaveLength(0);
+  });
+
+  it('performs, once, an effect whose owner vanished after the claim and before sending: the ledger shows nothing went out', async () => {
+    // Arrange: A claimed it and vanished before its try began (the phase is still `claimed`).
+    const { jobId, ticketId } = await jobWithWinner('Claimed, never sent.');
+    await claimEffect(db.pool, { jobId, name: 'message.send', owner: 'worker-a', leaseMs: 50 });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+
+    // Act: two recoverers race for it.
+    const [b, c] = await Promise.all([
+      runnerFor(downstream).recover(jobId, 'message.send', { owner: 'worker-b' }),
+      runnerFor(downstream).recover(jobId, 'message.send', { owner: 'worker-c' }),
+    ]);
+
+    // Assert
+    const sent = deliveriesOf(downstream, ticketId);
+    expect(sent).toHaveLength(1);
+    expect([b.status, c.status]).toContain('succeeded');
+    expect(await getEffect(db.pool, jobId, 'message.send')).toMatchObject({ status: 'succeeded', owners: 2, tries: 1, receipt: { messageId: sent[0]!.messageId } });
   });
 
   it('performs again when the downstream proves nothing happened and deduplicates by key', async () => {
@@ -121,7 +144,7 @@ describe('effect claims and recovery', () => {
     await new Promise((resolve) => setTimeout(resolve, 100));
 
     // Act
-    const recovered = await runnerFor(dedupingDownstream).recover(jobId, 'message.send', 'worker-b');
+    const recovered = await runnerFor(dedupingDownstream).recover(jobId, 'message.send', { owner: 'worker-b' });
 
     // Assert
     expect(recovered.status).toBe('succeeded');
@@ -134,7 +157,7 @@ describe('effect claims and recovery', () => {
     const { jobId, ticketId } = await jobWithWinner('Sorry @sink(status=429)');
 
     // Act
-    const state = await runnerFor(downstream).perform(jobId, 'message.send', 'worker-a');
+    const state = await runnerFor(downstream).perform(jobId, 'message.send', { owner: 'worker-a' });
 
     // Assert
     expect(state).toMatchObject({ status: 'failed', error: { class: 'rate_limited', detail: expect.stringContaining('after 2 tries') } });
@@ -147,9 +170,9 @@ describe('effect claims and recovery', () => {
     const runner = runnerFor(downstream);
 
     // Act
-    const first = await runner.perform(jobId, 'message.send', 'worker-a');
+    const first = await runner.perform(jobId, 'message.send', { owner: 'worker-a' });
     await waitForLease();
-    const recovered = await runner.recover(jobId, 'message.send', 'worker-b');
+    const recovered = await runner.recover(jobId, 'message.send', { owner: 'worker-b' });
 
     // Assert
     expect(first.status).toBe('pending');
@@ -159,7 +182,7 @@ describe('effect claims and recovery', () => {
 
   it('fails at once when the downstream rejects the message (4xx)', async () => {
     const { jobId, ticketId } = await jobWithWinner('Bad @sink(status=422)');
-    const state = await runnerFor(downstream).perform(jobId, 'message.send', 'worker-a');
+    const state = await runnerFor(downstream).perform(jobId, 'message.send', { owner: 'worker-a' });
     expect(state).toMatchObject({ status: 'failed', error: { class: 'rejected' } });
     expect(deliveriesOf(downstream, ticketId)).toHaveLength(0);
   });

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ensureRetentionSchedule } from '../../src/temporal/retention-schedule';
+import { ensureRetentionSchedule } from '../../src/temporal/schedules';
 import { isTerminalJob, startTestStack, submitReply, waitForJob, type TestStack } from '../harness/stack';
 
 describe('retention', () => {

@@ -118,7 +118,8 @@ export async function startTestStack(opts: TestStackOptions = {}): Promise<TestS
         connection: temporal.nativeConnection,
         namespace: temporal.namespace,
         taskQueue: temporal.taskQueue,
-        activities: createActivities(buildActivityDeps({ db: db.pool, metrics, config, operations, providers, routeFor: () => route })),
+        stickyQueueTimeoutMs: config.temporal.stickyQueueTimeoutMs,
+        activities: createActivities(buildActivityDeps({ db: db.pool, metrics, config, operations, providers, routeFor: () => route, workflows })),
         workflowBundle: workflowBundle(),
       });
       running = worker.run();

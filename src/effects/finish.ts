@@ -1,0 +1,33 @@
+import type { PoolClient } from 'pg';
+import { listEffects } from '../ledger/effects';
+import { failJob, getJob, getJobOutput, settleJob } from '../ledger/jobs';
+import type { OperationRegistry } from '../operations/registry';
+
+export type FinishOutcome = 'succeeded' | 'failed' | 'open';
+
+/**
+ * The job's terminal write once its effects have settled, inside the caller's
+ * transaction, which holds the job row: failed naming the effect that failed,
+ * or succeeded with the output and every receipt once all of the operation's
+ * effects succeeded. Otherwise (an effect still pending, in review, or not
+ * yet claimed) nothing is written.
+ * @returns what the job became, or 'open' when nothing was written.
+ */
+export async function finishJobLocked(tx: PoolClient, jobId: string, operations: OperationRegistry): Promise<FinishOutcome> {
+  const job = await getJob(tx, jobId);
+  if (!job || job.terminalAt || !job.completedBy) return 'open';
+  const operation = operations.get(job.operation);
+  const effects = await listEffects(tx, jobId);
+  const failed = effects.find((effect) => effect.status === 'failed');
+  if (failed) {
+    const detail = `${failed.name} failed: ${String(failed.error?.detail ?? failed.error?.class ?? 'see the effect')}`;
+    return (await failJob(tx, jobId, { type: 'effect_failed', detail, effect: failed.name })) ? 'failed' : 'open';
+  }
+  const names = operation?.effects ?? effects.map((effect) => effect.name);
+  const byName = new Map(effects.map((effect) => [effect.name, effect]));
+  if (!names.every((name) => byName.get(name)?.status === 'succeeded')) return 'open';
+  const output = await getJobOutput(tx, jobId);
+  const receipts = Object.fromEntries(names.map((name) => [name, byName.get(name)?.receipt ?? {}]));
+  const result = operation?.finalize ? operation.finalize(output as never, receipts) : output;
+  return (await settleJob(tx, jobId, result)) ? 'succeeded' : 'open';
+}
