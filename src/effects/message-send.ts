@@ -36,7 +36,8 @@ export function createMessageSend(options: MessageSendOptions): EffectAdapter {
       } catch (err) {
         return classifyTransportFailure(err);
       }
-      if (response.status !== 200 && response.status !== 201) {
+      // Any 2xx says it was taken; the receipt is what tells which message it became.
+      if (response.status < 200 || response.status > 299) {
         await response.body?.cancel();
         return classifyDownstreamStatus(response.status, response.headers.get('retry-after'));
       }

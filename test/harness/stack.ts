@@ -1,5 +1,6 @@
 import type { Worker } from '@temporalio/worker';
-import { createActivities } from '../../src/activities';
+import type { Pool } from 'pg';
+import { createActivities, type Activities } from '../../src/activities';
 import { apiContracts, buildApp, type App } from '../../src/api/app';
 import { JobWaiter } from '../../src/api/job-waiter';
 import { loadConfig, parseApiKeys } from '../../src/config';
@@ -32,6 +33,8 @@ export interface TestStack {
   temporal: DevTemporal;
   workflows: WorkflowTarget;
   metrics: Metrics;
+  /** The activities the stack's worker runs (call them directly to play a zombie or a second worker). */
+  activities: Activities;
   worker?: Worker;
   /** Starts the worker (if not started); resolves once it is polling. */
   startWorker(): Promise<void>;
@@ -53,6 +56,8 @@ export interface TestStackOptions {
   extraProviders?: ProviderAdapter[];
   /** Verify every route step's contract at start, as the dev stack does (default true). */
   verify?: boolean;
+  /** Wraps the database the worker's activities use (to slow or break some of its statements). */
+  activityDb?: (pool: Pool) => Pool;
 }
 
 export async function startTestStack(opts: TestStackOptions = {}): Promise<TestStack> {
@@ -99,6 +104,9 @@ export async function startTestStack(opts: TestStackOptions = {}): Promise<TestS
     await verifyContracts({ db: db.pool, operations, providers, routeFor: () => route }, {}, { samples: 1, timeoutMs: 5_000 });
   }
 
+  const activities = createActivities(
+    buildActivityDeps({ db: opts.activityDb ? opts.activityDb(db.pool) : db.pool, metrics, config, operations, providers, routeFor: () => route, workflows }),
+  );
   let worker: Worker | undefined;
   let running: Promise<void> | undefined;
   const stack: TestStack = {
@@ -109,6 +117,7 @@ export async function startTestStack(opts: TestStackOptions = {}): Promise<TestS
     temporal,
     workflows,
     metrics,
+    activities,
     get worker() {
       return worker;
     },
@@ -119,7 +128,7 @@ export async function startTestStack(opts: TestStackOptions = {}): Promise<TestS
         namespace: temporal.namespace,
         taskQueue: temporal.taskQueue,
         stickyQueueTimeoutMs: config.temporal.stickyQueueTimeoutMs,
-        activities: createActivities(buildActivityDeps({ db: db.pool, metrics, config, operations, providers, routeFor: () => route, workflows })),
+        activities,
         workflowBundle: workflowBundle(),
       });
       running = worker.run();
