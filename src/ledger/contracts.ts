@@ -75,20 +75,22 @@ export interface RuntimeRecord {
   lastViolationAt: Date | null;
 }
 
-/** How a provider and model have kept the contract at run time lately. */
-export async function runtimeRecord(db: Queryable, key: Pick<ContractKey, 'operation' | 'provider' | 'model'>, window: number): Promise<RuntimeRecord> {
-  const { rows } = await db.query<{ ended: string; violations: string; last_violation_at: Date | null }>(
-    `SELECT count(*) AS ended,
+/**
+ * The run-time record's statement: the newest ended attempts of one
+ * operation, provider and model, read from attempts_runtime_idx alone.
+ */
+export const RUNTIME_RECORD_SQL = `SELECT count(*) AS ended,
             count(*) FILTER (WHERE recent.error_class = 'contract_violation') AS violations,
             max(recent.ended_at) FILTER (WHERE recent.error_class = 'contract_violation') AS last_violation_at
      FROM (
-       -- attempts_runtime_idx: the newest ended attempts of this operation, provider and model, no more.
        SELECT a.error_class, a.ended_at FROM attempts a
        WHERE a.operation = $1 AND a.provider = $2 AND a.model = $3 AND a.status IN ('succeeded', 'failed', 'discarded') AND a.ended_at IS NOT NULL
        ORDER BY a.ended_at DESC LIMIT $4
-     ) recent`,
-    [key.operation, key.provider, key.model, window],
-  );
+     ) recent`;
+
+/** How a provider and model have kept the contract at run time lately. */
+export async function runtimeRecord(db: Queryable, key: Pick<ContractKey, 'operation' | 'provider' | 'model'>, window: number): Promise<RuntimeRecord> {
+  const { rows } = await db.query<{ ended: string; violations: string; last_violation_at: Date | null }>(RUNTIME_RECORD_SQL, [key.operation, key.provider, key.model, window]);
   const row = rows[0]!;
   return { ended: Number(row.ended), violations: Number(row.violations), lastViolationAt: row.last_violation_at };
 }

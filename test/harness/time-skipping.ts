@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
-import { createActivities } from '../../src/activities';
+import { createActivities, type Activities } from '../../src/activities';
+import type { ProviderAdapter } from '../../src/providers/types';
 import { requestDigest } from '../../src/jobs/digest';
 import { jobWorkflowId } from '../../src/jobs/scope';
 import { admitJob } from '../../src/ledger/jobs';
@@ -12,7 +13,7 @@ import { buildActivityDeps } from '../../src/worker/activity-deps';
 import { loadConfig } from '../../src/config';
 import { verifyContracts } from '../../src/contracts/verify';
 import { startSimStack, type SimStack } from '../../src/sim/stack';
-import { JOB_WORKFLOW, type JobWorkflowInput } from '../../src/temporal/contract';
+import { JOB_WORKFLOW, type JobWorkflowInput, type RouteStep } from '../../src/temporal/contract';
 import { createTestDatabase, type TestDatabase } from './database';
 import { createTimeSkippingEnv, workflowBundle } from './temporal';
 
@@ -33,7 +34,16 @@ export interface TimeSkippingStack {
  * The real ledger, the real simulators and the real activities, on Temporal's
  * time-skipping test server: timers of hours pass in milliseconds.
  */
-export async function startTimeSkippingStack(settings: NodeJS.ProcessEnv = {}): Promise<TimeSkippingStack> {
+export interface TimeSkippingOptions {
+  /** The provider route of every operation; default the simulators' (primary, then backup). */
+  route?: RouteStep[];
+  /** Providers beside the two simulators, given the simulators' URLs. */
+  extraProviders?: (sims: SimStack) => ProviderAdapter[];
+  /** Wraps the activities the workers run (to count or observe calls). */
+  wrapActivities?: (activities: Activities) => Activities;
+}
+
+export async function startTimeSkippingStack(settings: NodeJS.ProcessEnv = {}, opts: TimeSkippingOptions = {}): Promise<TimeSkippingStack> {
   const [env, db, sims] = await Promise.all([createTimeSkippingEnv(), createTestDatabase(), startSimStack()]);
   const metrics = createMetrics();
   const taskQueue = `ts-${randomUUID()}`;
@@ -50,16 +60,19 @@ export async function startTimeSkippingStack(settings: NodeJS.ProcessEnv = {}): 
   const operations = createRegistry();
   const providers = createSimProviders({ primary: sims.primary.url, backup: sims.backup.url });
   await verifyContracts({ db: db.pool, operations, providers, routeFor: () => SIM_ROUTE }, {}, { samples: 1, timeoutMs: 5_000 });
-  const activities = createActivities(
+  for (const provider of opts.extraProviders?.(sims) ?? []) providers.set(provider.name, provider);
+  const route = opts.route ?? SIM_ROUTE;
+  const built = createActivities(
     buildActivityDeps({
       db: db.pool,
       metrics,
       config,
       operations,
       providers,
-      routeFor: () => SIM_ROUTE,
+      routeFor: () => route,
     }),
   );
+  const activities = opts.wrapActivities ? opts.wrapActivities(built) : built;
   return {
     env,
     db,
