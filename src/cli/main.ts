@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /**
  * `onceflow contracts verify [--operation NAME] [--provider NAME] [--samples N]`
+ * `onceflow histories collect|replay ...` (see cli/histories.ts)
  *
  * Verifies providers against operations' output contracts (probe fixtures,
  * several samples each) and records the outcome in provider_contracts. Reads
@@ -14,11 +15,13 @@ import { migrate } from '../db/migrate';
 import { assertReachable, createPool } from '../db/pool';
 import { createRegistry } from '../operations/registry';
 import { loadProviders } from '../stack/services';
+import { HISTORIES_USAGE, historiesCommand } from './histories';
 
-const USAGE = 'usage: onceflow contracts verify [--operation NAME] [--provider NAME] [--samples N]';
+const USAGE = `usage: onceflow contracts verify [--operation NAME] [--provider NAME] [--samples N]\n       ${HISTORIES_USAGE.replace('usage: ', '')}`;
 
 async function main(argv: string[]): Promise<number> {
   const [group, command, ...rest] = argv;
+  if (group === 'histories') return historiesCommand(command, rest);
   if (group !== 'contracts' || command !== 'verify') {
     console.error(USAGE);
     return 2;

@@ -73,8 +73,8 @@ describe('one winner (invariants 3 and 5)', () => {
   });
 
   it("keeps B's result when A, resolved out of band, answers after B won; A keeps its resolution and its late answer is recorded", async () => {
-    // Arrange: the job's workflow waits for a worker; attempt A goes out first and answers late (3 s).
-    const submitted = await submitReply(stack, { message: 'Hi @sim(sim-primary:delay=3000)' });
+    // Arrange: the job's workflow waits for a worker; attempt A goes out first and answers late (8 s, long after B).
+    const submitted = await submitReply(stack, { message: 'Hi @sim(sim-primary:delay=8000)' });
     const jobId = submitted.json().id;
     const opened = await openAttempt(stack.db.pool, { jobId, provider: 'sim-primary', model: 'sim-small' });
     if (opened.kind !== 'opened') throw new Error('attempt A did not open');

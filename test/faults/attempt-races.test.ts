@@ -42,8 +42,7 @@ describe('an operator resolution racing a reconciliation', () => {
       ['sim-backup', 'succeeded'],
     ]);
     expect(job.attempts[0]).toMatchObject({ id: attemptId, resolution: { outcome: 'failed', reason: 'the provider says it dropped it' }, evidence: { lateAnswer: { outputSha256: expect.any(String) } } });
-    const workflow = await stack.temporal.client.workflow.getHandle(job.workflowId).describe();
-    expect(workflow.status.name).toBe('COMPLETED');
+    expect(await stack.temporal.client.workflow.getHandle(job.workflowId).result()).toBe('succeeded');
   }, 40_000);
 });
 

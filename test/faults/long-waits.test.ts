@@ -67,7 +67,7 @@ describe(`a job waiting through ${PASSES} looks`, () => {
 
       // Act 1: PASSES intervals go by.
       const before = looks.reconcile;
-      await stack.env.sleep(PASSES * INTERVAL_MS);
+      await stack.env.sleep((PASSES + 1) * INTERVAL_MS);
 
       // Assert 1
       expect(looks.reconcile - before).toBeGreaterThanOrEqual(PASSES);
@@ -96,7 +96,7 @@ describe(`a job waiting through ${PASSES} looks`, () => {
 
       // Act 1
       const before = looks.review;
-      await stack.env.sleep(PASSES * INTERVAL_MS);
+      await stack.env.sleep((PASSES + 1) * INTERVAL_MS);
 
       // Assert 1
       expect(looks.review - before).toBeGreaterThanOrEqual(PASSES);
