@@ -9,7 +9,7 @@ import path from 'node:path';
 import { loadConfig, parseApiKeys, type OnceflowConfig } from '../config';
 import { migrate } from '../db/migrate';
 import { assertReachable, createPool, redactUrl } from '../db/pool';
-import { simStackOptionsFromEnv, startSimStack } from '../sim/main';
+import { SIM_PORT_ENV, simStackOptionsFromEnv, startSimStack } from '../sim/main';
 import { createMetrics } from '../metrics/metrics';
 import { runMain, throwIfInterrupted } from './main-helpers';
 import { dataDir } from './paths';
@@ -88,6 +88,11 @@ async function start(stops: Array<() => Promise<void>>, stopAll: () => Promise<v
   const sims = await startSimStack(simStackOptionsFromEnv(env));
   stops.push(() => sims.close());
   step(sims);
+  // The built-in providers and the messaging URL call the simulators where they
+  // listen now (a port of 0 is chosen at start), never another copy's on the defaults.
+  env[SIM_PORT_ENV.primary.name] = String(sims.primary.port);
+  env[SIM_PORT_ENV.backup.name] = String(sims.backup.port);
+  env[SIM_PORT_ENV.downstream.name] = String(sims.downstream.port);
   log(`simulated providers: ${sims.primary.name} ${sims.primary.url}, ${sims.backup.name} ${sims.backup.url}; downstream ${sims.downstream.url}`);
 
   const config: OnceflowConfig = loadConfig(env);
