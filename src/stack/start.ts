@@ -15,12 +15,13 @@ import { runMain, throwIfInterrupted } from './main-helpers';
 import { dataDir } from './paths';
 import { startEmbeddedPostgres } from './postgres';
 import { loadProviders, startApi, startWorker } from './services';
-import { verifyContracts } from '../contracts/verify';
+import { verifyAtStart } from './verify-at-start';
 import { createRegistry } from '../operations/registry';
 import { loadTemporalDevConfig, startDevServer, startDevServerByDownload } from './temporal-dev';
 import { resolveTemporalCli } from './tools';
 
 const log = (line: string): void => console.log(`onceflow: ${line}`);
+const warn = (line: string): void => console.error(`onceflow: WARNING: ${line}`);
 
 runMain('onceflow', async (signal) => {
   const stops: Array<() => Promise<void>> = [];
@@ -102,13 +103,11 @@ async function start(stops: Array<() => Promise<void>>, stopAll: () => Promise<v
   const applied = await migrate(db);
   if (applied.length) log(`migrations applied: ${applied.join(', ')}`);
 
-  if (!config.providersFile) {
-    // The dev stack verifies its simulated providers, so failover to sim-backup is allowed.
-    const operations = createRegistry();
-    const { providers, routeFor } = await loadProviders(config, operations);
-    const records = await verifyContracts({ db, operations, providers, routeFor }, {}, { samples: config.contracts.samples, timeoutMs: config.attempts.timeoutMs });
-    log(`contracts verified: ${records.map((r) => `${r.provider}/${r.model} ${r.passed ? 'pass' : 'FAIL'}`).join(', ')}`);
-  }
+  // Whatever the providers come from, failover is on only where a contract verification passed.
+  const operations = createRegistry();
+  const { providers, routeFor } = await loadProviders(config, operations);
+  await verifyAtStart({ db, operations, providers, routeFor }, config, { info: log, warn });
+  step(providers);
 
   // One process here: the API's /metrics also shows the worker's counters.
   const metrics = createMetrics({ defaultMetrics: true });
