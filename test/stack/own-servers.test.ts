@@ -1,0 +1,84 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { freePort } from '../../src/stack/temporal-dev';
+import { alive, launchStack, listening, type LaunchedStack } from './launch';
+
+/**
+ * `npm start` with nothing given: its own embedded PostgreSQL and Temporal dev
+ * server, placed and shaped by the documented settings, stopped by SIGTERM as
+ * a service manager stops it.
+ */
+describe('npm start with its own PostgreSQL and Temporal dev server', () => {
+  let stack: LaunchedStack;
+  let dataDir: string;
+  const ports = { pg: 0, temporal: 0, ui: 0, metrics: 0, api: 0 };
+
+  beforeAll(async () => {
+    dataDir = mkdtempSync(path.join(os.tmpdir(), 'onceflow-start-'));
+    for (const name of Object.keys(ports) as Array<keyof typeof ports>) ports[name] = await freePort();
+    stack = launchStack({
+      ONCEFLOW_PG_DATA_DIR: path.join(dataDir, 'pg'),
+      ONCEFLOW_PG_PORT: String(ports.pg),
+      TEMPORAL_PORT: String(ports.temporal),
+      TEMPORAL_UI_PORT: String(ports.ui),
+      TEMPORAL_UI: '0',
+      TEMPORAL_DB_FILENAME: '',
+      ONCEFLOW_WORKER_METRICS_PORT: String(ports.metrics),
+      ONCEFLOW_API_PORT: String(ports.api),
+      SIM_PRIMARY_PORT: '0',
+      SIM_BACKUP_PORT: '0',
+      SIM_DOWNSTREAM_PORT: '0',
+    });
+    await stack.waitFor('Ctrl-C stops everything');
+  }, 120_000);
+
+  afterAll(() => {
+    stack?.kill();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('keeps the embedded PostgreSQL data in ONCEFLOW_PG_DATA_DIR', () => {
+    // Assert
+    expect(existsSync(path.join(dataDir, 'pg', 'PG_VERSION'))).toBe(true);
+  });
+
+  it('serves no Temporal Web UI with TEMPORAL_UI=0', async () => {
+    // Assert
+    expect(await listening(ports.temporal)).toBe(true);
+    expect(await listening(ports.ui)).toBe(false);
+    expect(stack.lines).toContainEqual(expect.stringMatching(/Temporal UI\s+off \(TEMPORAL_UI=0/));
+  });
+
+  it("serves the worker's counters on ONCEFLOW_WORKER_METRICS_PORT", async () => {
+    // Act
+    const response = await fetch(`http://127.0.0.1:${ports.metrics}/metrics`);
+
+    // Assert
+    expect(response.status).toBe(200);
+    expect(await response.text()).toContain('onceflow_attempts_started_total');
+  });
+
+  it('on SIGTERM stops the API, worker, simulators, Temporal and then PostgreSQL, exits 0 and leaves no process behind', async () => {
+    // Arrange
+    const below = stack.descendants();
+    expect(below.length).toBeGreaterThan(0);
+
+    // Act
+    stack.child.kill('SIGTERM');
+    const code = await stack.exited;
+
+    // Assert
+    expect(code).toBe(0);
+    const stopped = stack.lines.filter((line) => line.startsWith('onceflow: stopped '));
+    expect(stopped).toEqual([
+      'onceflow: stopped the API',
+      'onceflow: stopped the worker',
+      'onceflow: stopped the simulators',
+      'onceflow: stopped the Temporal dev server',
+      'onceflow: stopped PostgreSQL',
+    ]);
+    expect(below.filter(alive)).toEqual([]);
+    for (const port of [ports.pg, ports.temporal, ports.metrics, ports.api]) expect(await listening(port)).toBe(false);
+  }, 60_000);
+});
