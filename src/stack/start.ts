@@ -78,6 +78,8 @@ async function start(stops: Stops, stopAll: () => Promise<void>, signal: AbortSi
       port: Number(env.ONCEFLOW_PG_PORT ?? 54329),
       database: 'onceflow',
       persistent: true,
+      // Stopped by us, after the worker and the Temporal server, also on a terminal's Ctrl-C.
+      ownProcessGroup: true,
       log,
     });
     stops.push({ name: 'PostgreSQL', stop: pg.stop });
@@ -90,7 +92,7 @@ async function start(stops: Stops, stopAll: () => Promise<void>, signal: AbortSi
   if (!env.TEMPORAL_ADDRESS) {
     const devConfig = loadTemporalDevConfig(undefined, env);
     const cli = await resolveTemporalCli({ build: true, log });
-    const server = cli ? await startDevServer(cli.path, devConfig, log) : await startDevServerByDownload(devConfig, log);
+    const server = cli ? await startDevServer(cli.path, devConfig, log, { ownProcessGroup: true }) : await startDevServerByDownload(devConfig, log);
     stops.push({ name: 'the Temporal dev server', stop: server.stop });
     step(server);
     env.TEMPORAL_ADDRESS = server.address;

@@ -146,18 +146,28 @@ export interface RunningDevServer {
   namespace: string;
   uiUrl?: string;
   process?: ChildProcess;
+  /** The server's latest output (its last 4000 characters), for diagnostics. */
+  output(): string;
   stop(): Promise<void>;
 }
 
 /**
  * Starts `temporal server start-dev` with the config's flags and waits until its frontend answers.
+ * With ownProcessGroup, a terminal's Ctrl-C reaches only the caller, which
+ * stops the server in its turn (`npm start`); the caller must then stop it on
+ * every signal it handles.
  * @throws Error when a port is busy or the server exits or does not come up in time.
  */
-export async function startDevServer(cliPath: string, config: TemporalDevConfig, log: (line: string) => void): Promise<RunningDevServer> {
+export async function startDevServer(
+  cliPath: string,
+  config: TemporalDevConfig,
+  log: (line: string) => void,
+  options: { ownProcessGroup?: boolean } = {},
+): Promise<RunningDevServer> {
   await assertPortFree(config.ip, config.port, 'set TEMPORAL_PORT or port in temporal-dev.yaml, or stop what uses it');
   if (config.ui) await assertPortFree(config.ip, config.uiPort, 'set TEMPORAL_UI_PORT or uiPort in temporal-dev.yaml');
   if (config.dbFilename) mkdirSync(path.dirname(config.dbFilename), { recursive: true });
-  const child = spawn(cliPath, devServerArgs(config), { stdio: ['ignore', 'pipe', 'pipe'], detached: false });
+  const child = spawn(cliPath, devServerArgs(config), { stdio: ['ignore', 'pipe', 'pipe'], detached: options.ownProcessGroup === true });
   let exited = false;
   let output = '';
   const collect = (chunk: Buffer): void => {
@@ -177,7 +187,10 @@ export async function startDevServer(cliPath: string, config: TemporalDevConfig,
   const stop = (): Promise<void> =>
     new Promise((resolve) => {
       process.removeListener('exit', onExit);
-      if (exited) return resolve();
+      if (exited) {
+        log(`the Temporal dev server had already exited (${child.signalCode ?? `code ${child.exitCode}`}) before its turn to stop`);
+        return resolve();
+      }
       child.once('exit', () => resolve());
       child.kill('SIGTERM');
       setTimeout(() => !exited && child.kill('SIGKILL'), 10_000).unref();
@@ -195,6 +208,7 @@ export async function startDevServer(cliPath: string, config: TemporalDevConfig,
     namespace: config.namespace,
     uiUrl: config.ui ? `http://${config.ip}:${config.uiPort}` : undefined,
     process: child,
+    output: () => output,
     stop,
   };
 }
@@ -227,6 +241,7 @@ export async function startDevServerByDownload(config: TemporalDevConfig, log: (
     namespace: config.namespace,
     uiUrl: config.ui ? `http://${config.ip}:${config.uiPort}` : undefined,
     process: undefined,
+    output: () => '',
     stop: () => env.teardown(),
   };
 }

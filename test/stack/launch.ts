@@ -123,3 +123,14 @@ export function listening(port: number): Promise<boolean> {
     socket.once('error', () => resolve(false));
   });
 }
+
+/** The process group of a process (what a terminal's Ctrl-C is sent to), from /proc (Linux). */
+export function processGroupOf(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // pid (comm) state ppid pgrp ...
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+  } catch {
+    return undefined;
+  }
+}
