@@ -11,7 +11,7 @@ import path from 'node:path';
 import { loadConfig, parseApiKeys, type OnceflowConfig } from '../config';
 import { migrate } from '../db/migrate';
 import { assertReachable, createPool, redactUrl } from '../db/pool';
-import { SIM_PORT_ENV, simStackOptionsFromEnv, startSimStack } from '../sim/main';
+import { SIM_PORT_ENV, SimPortInUseError, simStackOptionsFromEnv, startSimStack } from '../sim/main';
 import { createMetrics } from '../metrics/metrics';
 import { runMain, throwIfInterrupted } from './main-helpers';
 import { serveMetrics } from './metrics-server';
@@ -102,7 +102,9 @@ async function start(stops: Stops, stopAll: () => Promise<void>, signal: AbortSi
     log(`Temporal dev server at ${server.address} (namespace ${server.namespace})${cli ? ` from ${cli.path}` : ' (downloaded by the SDK)'}`);
   }
 
-  const sims = await startSimStack(simStackOptionsFromEnv(env));
+  const sims = await startSimStack(simStackOptionsFromEnv(env)).catch((err: unknown) =>
+    Promise.reject(err instanceof SimPortInUseError ? new Error(`port ${err.port} on 127.0.0.1 is busy; set ${SIM_PORT_ENV[err.role].name}`) : err),
+  );
   stops.push({ name: 'the simulators', stop: () => sims.close() });
   step(sims);
   // The built-in providers and the messaging URL call the simulators where they
