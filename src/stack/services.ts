@@ -1,3 +1,4 @@
+import type { AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import type { Pool } from 'pg';
@@ -62,7 +63,8 @@ export async function startApi(config: OnceflowConfig, db: Pool, metrics: Metric
   }
   return {
     app,
-    url: `http://${config.api.host}:${config.api.port}`,
+    // The bound port: ONCEFLOW_API_PORT=0 takes a free one.
+    url: `http://${config.api.host}:${(app.server.address() as AddressInfo).port}`,
     async close() {
       await app.close();
       await waiter.close();

@@ -23,6 +23,7 @@ export async function verifyAtStart(deps: VerifyDeps, config: OnceflowConfig, lo
     await warnUnverified(deps, config, log);
     return;
   }
+  log.info(`verifying provider contracts (${config.contracts.samples} sample(s) per probe, up to ${config.attempts.timeoutMs} ms each)`);
   const records = await verifyContracts(deps, {}, { samples: config.contracts.samples, timeoutMs: config.attempts.timeoutMs });
   log.info(`contracts verified: ${records.map((r) => `${r.operation} ${r.provider}/${r.model} ${r.passed ? 'pass' : 'FAIL'}`).join(', ') || 'no route steps'}`);
   for (const record of records.filter((r) => !r.passed)) {

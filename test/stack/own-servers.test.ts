@@ -13,7 +13,9 @@ import { alive, descendantsOf, launchStack, listening, processGroupOf, type Laun
 describe('npm start with its own PostgreSQL and Temporal dev server', () => {
   let stack: LaunchedStack;
   let dataDir: string;
-  const ports = { pg: 0, temporal: 0, ui: 0, metrics: 0, api: 0 };
+  const ports = { pg: 0, temporal: 0, ui: 0, metrics: 0 };
+  /** The API's URL as the start banner prints it. */
+  const apiUrl = (): string | undefined => stack.lines.map((line) => /^\s+API\s+(http:\S+)/.exec(line)?.[1]).find(Boolean);
 
   beforeAll(async () => {
     dataDir = mkdtempSync(path.join(os.tmpdir(), 'onceflow-start-'));
@@ -26,7 +28,7 @@ describe('npm start with its own PostgreSQL and Temporal dev server', () => {
       TEMPORAL_UI: '0',
       TEMPORAL_DB_FILENAME: '',
       ONCEFLOW_WORKER_METRICS_PORT: String(ports.metrics),
-      ONCEFLOW_API_PORT: String(ports.api),
+      ONCEFLOW_API_PORT: '0',
       SIM_PRIMARY_PORT: '0',
       SIM_BACKUP_PORT: '0',
       SIM_DOWNSTREAM_PORT: '0',
@@ -42,6 +44,14 @@ describe('npm start with its own PostgreSQL and Temporal dev server', () => {
   it('keeps the embedded PostgreSQL data in ONCEFLOW_PG_DATA_DIR', () => {
     // Assert
     expect(existsSync(path.join(dataDir, 'pg', 'PG_VERSION'))).toBe(true);
+  });
+
+  it('prints the URL of the API where it listens, also on a port chosen at start (ONCEFLOW_API_PORT=0)', async () => {
+    // Act
+    const response = await fetch(`${apiUrl()}/healthz`);
+
+    // Assert
+    expect(response.status).toBe(200);
   });
 
   it('serves no Temporal Web UI with TEMPORAL_UI=0', async () => {
@@ -64,6 +74,7 @@ describe('npm start with its own PostgreSQL and Temporal dev server', () => {
     // Arrange
     const below = stack.descendants();
     expect(below.length).toBeGreaterThan(0);
+    const apiPort = Number(new URL(apiUrl()!).port);
 
     // Act
     stack.child.kill('SIGTERM');
@@ -80,7 +91,7 @@ describe('npm start with its own PostgreSQL and Temporal dev server', () => {
       'onceflow: stopped PostgreSQL',
     ]);
     expect(below.filter(alive)).toEqual([]);
-    for (const port of [ports.pg, ports.temporal, ports.metrics, ports.api]) expect(await listening(port)).toBe(false);
+    for (const port of [ports.pg, ports.temporal, ports.metrics, apiPort]) expect(await listening(port)).toBe(false);
   }, 60_000);
 });
 
