@@ -1,4 +1,5 @@
 import { DEFAULT_TASK_QUEUE } from './temporal/names';
+import { SIM_PORT_ENV } from './sim/ports';
 /**
  * Configuration, parsed and checked once at boot into a typed object. Every
  * component takes the slice it needs; nothing else reads process.env.
@@ -62,6 +63,12 @@ export interface OnceflowConfig {
     demotion: { window: number; minSamples: number; threshold: number };
   };
   providersFile?: string;
+  /** Where the built-in providers and the messaging service find the simulators (SIM_*_PORT, as `npm run sim` reads them). */
+  simulators: { primaryUrl: string; backupUrl: string; downstreamUrl: string };
+  /** Whether `npm start` verifies every route's contracts before it takes jobs (ONCEFLOW_VERIFY_AT_START, default on). */
+  verifyAtStart: boolean;
+  /** Where the worker serves its counters for Prometheus (`npm run worker`, `npm start`). */
+  workerMetricsPort: number;
   retentionDays: number;
   logLevel: string;
 }
@@ -102,6 +109,7 @@ export function parseApiKeys(apiKeys: string | undefined, operatorKeys: string |
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): OnceflowConfig {
   const port = int(env, 'ONCEFLOW_API_PORT', 3000, 0, 65535);
   const host = env.ONCEFLOW_API_HOST ?? '127.0.0.1';
+  const simulators = simulatorsConfig(env);
   return {
     databaseUrl: env.DATABASE_URL || undefined,
     temporal: {
@@ -138,9 +146,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): OnceflowConfig
       },
     },
     providersFile: env.ONCEFLOW_PROVIDERS_FILE || undefined,
+    simulators,
+    verifyAtStart: env.ONCEFLOW_VERIFY_AT_START !== '0',
+    workerMetricsPort: int(env, 'ONCEFLOW_WORKER_METRICS_PORT', 9464, 0, 65535),
     retentionDays: int(env, 'ONCEFLOW_RETENTION_DAYS', 30, 1),
     logLevel: env.LOG_LEVEL ?? 'info',
   };
+}
+
+function simulatorsConfig(env: NodeJS.ProcessEnv): OnceflowConfig['simulators'] {
+  const url = (role: keyof typeof SIM_PORT_ENV): string => `http://127.0.0.1:${int(env, SIM_PORT_ENV[role].name, SIM_PORT_ENV[role].defaultPort, 0, 65535)}`;
+  return { primaryUrl: `${url('primary')}/v1`, backupUrl: `${url('backup')}/v1`, downstreamUrl: url('downstream') };
 }
 
 function effectsConfig(env: NodeJS.ProcessEnv): OnceflowConfig['effects'] {
@@ -152,7 +168,7 @@ function effectsConfig(env: NodeJS.ProcessEnv): OnceflowConfig['effects'] {
     callTimeoutMs,
     maxTries: int(env, 'ONCEFLOW_EFFECT_MAX_TRIES', 3, 1, 20),
     backoffMs: int(env, 'ONCEFLOW_EFFECT_BACKOFF_MS', 500, 0),
-    messagesUrl: (env.ONCEFLOW_MESSAGES_URL ?? 'http://127.0.0.1:7310').replace(/\/$/, ''),
+    messagesUrl: (env.ONCEFLOW_MESSAGES_URL ?? simulatorsConfig(env).downstreamUrl).replace(/\/$/, ''),
     messagesDeduplicate: env.ONCEFLOW_MESSAGES_DEDUPLICATE === '1',
     webhookUrl: env.ONCEFLOW_WEBHOOK_URL || undefined,
     webhookDeduplicates: env.ONCEFLOW_WEBHOOK_DEDUPLICATES === '1',

@@ -81,21 +81,29 @@ export class ProvidersConfigError extends Error {
   }
 }
 
+/** Where the two simulated providers answer: base URLs ending in `/v1`. */
+export interface SimulatorUrls {
+  readonly primaryUrl: string;
+  readonly backupUrl: string;
+}
+
 /**
- * The dev stack's providers: the two simulators (`npm start` runs them on
- * these ports) and the demo operation's route across them. The real providers
- * are commented out so that no key is ever needed to start.
+ * The dev stack's providers: the two simulators, wherever they listen
+ * (`npm start` passes the ports it started them on; SIM_PRIMARY_PORT and
+ * SIM_BACKUP_PORT move them), and the demo operation's route across them. The
+ * real providers are commented out so that no key is ever needed to start.
  */
-export const DEFAULT_PROVIDERS_YAML = `# Onceflow providers. See the top of src/providers/config.ts for the format.
+export function builtInProvidersYaml(simulators: SimulatorUrls): string {
+  return `# Onceflow providers. See the top of src/providers/config.ts for the format.
 providers:
   sim-primary:
     kind: openai-compatible
-    baseUrl: http://127.0.0.1:7301/v1
+    baseUrl: ${simulators.primaryUrl}
     lookup: true
     defaultModel: sim-small
   sim-backup:
     kind: openai-compatible
-    baseUrl: http://127.0.0.1:7302/v1
+    baseUrl: ${simulators.backupUrl}
     lookup: true
     defaultModel: sim-large
 
@@ -124,6 +132,10 @@ routes:
     - { provider: sim-primary, model: sim-small }
     - { provider: sim-backup, model: sim-large }
 `;
+}
+
+/** The built-in providers with the simulators on their default ports (7301, 7302). */
+export const DEFAULT_PROVIDERS_YAML = builtInProvidersYaml({ primaryUrl: 'http://127.0.0.1:7301/v1', backupUrl: 'http://127.0.0.1:7302/v1' });
 
 const TOP_LEVEL_KEYS = ['providers', 'routes'] as const;
 const PROVIDER_KEYS = ['kind', 'baseUrl', 'apiKeyEnv', 'lookup', 'defaultModel', 'maxTokens'] as const;

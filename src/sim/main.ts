@@ -2,17 +2,12 @@
  * CLI entry: `node dist/sim/main.js` runs the dev stack's simulators until
  * SIGINT or SIGTERM. Ports come from the environment (see SIM_PORT_ENV).
  */
+import { SIM_PORT_ENV } from './ports';
 import { SimPortInUseError, startSimStack, type SimRole, type SimStackOptions } from './stack';
 
 export { startSimStack, SimPortInUseError } from './stack';
 export type { SimStack, SimStackOptions, SimRole } from './stack';
-
-/** The environment variable that sets each simulator's port, and its default. */
-export const SIM_PORT_ENV: Readonly<Record<SimRole, { name: string; defaultPort: number }>> = {
-  primary: { name: 'SIM_PRIMARY_PORT', defaultPort: 7301 },
-  backup: { name: 'SIM_BACKUP_PORT', defaultPort: 7302 },
-  downstream: { name: 'SIM_DOWNSTREAM_PORT', defaultPort: 7310 },
-};
+export { SIM_PORT_ENV } from './ports';
 
 /**
  * Reads the simulator settings from `env`.

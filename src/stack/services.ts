@@ -1,3 +1,4 @@
+import type { AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import type { Pool } from 'pg';
@@ -11,7 +12,7 @@ import { createWorker } from '../worker/worker';
 import { buildActivityDeps } from '../worker/activity-deps';
 import { ensureRetentionSchedule, ensureSweeperSchedule } from '../temporal/schedules';
 import type { OperationRegistry } from '../operations/registry';
-import { createProviders, DEFAULT_PROVIDERS_YAML, loadProvidersConfig, parseProvidersConfig, routeFor } from '../providers/config';
+import { builtInProvidersYaml, createProviders, loadProvidersConfig, parseProvidersConfig, routeFor } from '../providers/config';
 
 /**
  * Connects to Temporal, turning the SDK's retry-forever into a one-line error.
@@ -62,7 +63,8 @@ export async function startApi(config: OnceflowConfig, db: Pool, metrics: Metric
   }
   return {
     app,
-    url: `http://${config.api.host}:${config.api.port}`,
+    // The bound port: ONCEFLOW_API_PORT=0 takes a free one.
+    url: `http://${config.api.host}:${(app.server.address() as AddressInfo).port}`,
     async close() {
       await app.close();
       await waiter.close();
@@ -90,11 +92,11 @@ export function installTemporalRuntime(level: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR
 
 /**
  * The providers and routes of ONCEFLOW_PROVIDERS_FILE, or the built-in file
- * that points at the simulators of `npm start`.
+ * that points at the simulators where config.simulators says they listen.
  * @throws ProvidersConfigError naming the file and the key that is wrong.
  */
 export async function loadProviders(config: OnceflowConfig, operations: OperationRegistry, env: NodeJS.ProcessEnv = process.env) {
-  const providersConfig = config.providersFile ? await loadProvidersConfig(config.providersFile) : parseProvidersConfig(DEFAULT_PROVIDERS_YAML, 'built-in providers');
+  const providersConfig = config.providersFile ? await loadProvidersConfig(config.providersFile) : parseProvidersConfig(builtInProvidersYaml(config.simulators), 'built-in providers');
   const providers = createProviders(providersConfig, env);
   // Resolved once at boot, so a bad route fails the start, not a job.
   const routes = new Map([...operations.values()].map((operation) => [operation.name, routeFor(providersConfig, operation.name, operation.defaultRoute)]));

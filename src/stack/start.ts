@@ -2,30 +2,44 @@
  * `npm start`: the whole product on one machine. PostgreSQL (embedded unless
  * DATABASE_URL), the Temporal dev server per temporal-dev.yaml (unless
  * TEMPORAL_ADDRESS), the simulated providers and downstream, the worker and
- * the API. Ctrl-C stops everything it started, in reverse order.
+ * the API. SIGINT (Ctrl-C), SIGTERM or SIGHUP stop everything it started in
+ * one sequence, the reverse of the start: the API, the worker, the
+ * simulators, the Temporal server, then PostgreSQL; then it exits 0.
  */
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { loadConfig, parseApiKeys, type OnceflowConfig } from '../config';
 import { migrate } from '../db/migrate';
 import { assertReachable, createPool, redactUrl } from '../db/pool';
-import { simStackOptionsFromEnv, startSimStack } from '../sim/main';
+import { SIM_PORT_ENV, SimPortInUseError, simStackOptionsFromEnv, startSimStack } from '../sim/main';
 import { createMetrics } from '../metrics/metrics';
 import { runMain, throwIfInterrupted } from './main-helpers';
-import { dataDir } from './paths';
+import { serveMetrics } from './metrics-server';
+import { dataDir, projectRoot } from './paths';
 import { startEmbeddedPostgres } from './postgres';
 import { loadProviders, startApi, startWorker } from './services';
-import { verifyContracts } from '../contracts/verify';
+import { verifyAtStart } from './verify-at-start';
 import { createRegistry } from '../operations/registry';
 import { loadTemporalDevConfig, startDevServer, startDevServerByDownload } from './temporal-dev';
 import { resolveTemporalCli } from './tools';
 
 const log = (line: string): void => console.log(`onceflow: ${line}`);
+const warn = (line: string): void => console.error(`onceflow: WARNING: ${line}`);
+
+/** What start-up has started, stopped last-first; a named part says when it has stopped. */
+type Stops = Array<{ name?: string; stop: () => Promise<void> }>;
 
 runMain('onceflow', async (signal) => {
-  const stops: Array<() => Promise<void>> = [];
+  const stops: Stops = [];
   const stopAll = async (): Promise<void> => {
-    for (const stop of stops.reverse()) await stop().catch((err: unknown) => log(`while stopping: ${(err as Error).message}`));
+    for (let part = stops.pop(); part; part = stops.pop()) {
+      try {
+        await part.stop();
+        if (part.name) log(`stopped ${part.name}`);
+      } catch (err) {
+        log(`while stopping ${part.name ?? 'a connection'}: ${(err as Error).message}`);
+      }
+    }
   };
   try {
     return await start(stops, stopAll, signal);
@@ -35,7 +49,7 @@ runMain('onceflow', async (signal) => {
   }
 });
 
-async function start(stops: Array<() => Promise<void>>, stopAll: () => Promise<void>, signal: AbortSignal): Promise<() => Promise<void>> {
+async function start(stops: Stops, stopAll: () => Promise<void>, signal: AbortSignal): Promise<() => Promise<void>> {
   // Ctrl-C during start-up: each step checks, and the caller stops what was started.
   const step = <T>(value: T): T => {
     throwIfInterrupted(signal);
@@ -59,65 +73,78 @@ async function start(stops: Array<() => Promise<void>>, stopAll: () => Promise<v
 
   if (!env.DATABASE_URL) {
     const pg = await startEmbeddedPostgres({
-      dataDir: path.join(dataDir, 'postgres'),
+      // Relative to the project root, like temporal-dev.yaml's dbFilename.
+      dataDir: env.ONCEFLOW_PG_DATA_DIR ? path.resolve(projectRoot, env.ONCEFLOW_PG_DATA_DIR) : path.join(dataDir, 'postgres'),
       port: Number(env.ONCEFLOW_PG_PORT ?? 54329),
       database: 'onceflow',
       persistent: true,
+      // Stopped by us, after the worker and the Temporal server, also on a terminal's Ctrl-C.
+      ownProcessGroup: true,
       log,
     });
-    stops.push(pg.stop);
+    stops.push({ name: 'PostgreSQL', stop: pg.stop });
     step(pg);
     env.DATABASE_URL = pg.url;
     log(`PostgreSQL (embedded) at ${redactUrl(pg.url)}`);
   }
 
-  let uiUrl: string | undefined;
+  let uiLine: string | undefined;
   if (!env.TEMPORAL_ADDRESS) {
-    const devConfig = loadTemporalDevConfig();
+    const devConfig = loadTemporalDevConfig(undefined, env);
     const cli = await resolveTemporalCli({ build: true, log });
-    const server = cli ? await startDevServer(cli.path, devConfig, log) : await startDevServerByDownload(devConfig, log);
-    stops.push(server.stop);
+    const server = cli ? await startDevServer(cli.path, devConfig, log, { ownProcessGroup: true }) : await startDevServerByDownload(devConfig, log);
+    stops.push({ name: 'the Temporal dev server', stop: server.stop });
     step(server);
     env.TEMPORAL_ADDRESS = server.address;
     env.TEMPORAL_NAMESPACE = server.namespace;
-    uiUrl = server.uiUrl;
-    if (uiUrl) env.TEMPORAL_UI_URL = uiUrl;
+    if (server.uiUrl) env.TEMPORAL_UI_URL = server.uiUrl;
+    uiLine = server.uiUrl ?? 'off (TEMPORAL_UI=0 or ui: false in temporal-dev.yaml)';
     log(`Temporal dev server at ${server.address} (namespace ${server.namespace})${cli ? ` from ${cli.path}` : ' (downloaded by the SDK)'}`);
   }
 
-  const sims = await startSimStack(simStackOptionsFromEnv(env));
-  stops.push(() => sims.close());
+  const sims = await startSimStack(simStackOptionsFromEnv(env)).catch((err: unknown) =>
+    Promise.reject(err instanceof SimPortInUseError ? new Error(`port ${err.port} on 127.0.0.1 is busy; set ${SIM_PORT_ENV[err.role].name}`) : err),
+  );
+  stops.push({ name: 'the simulators', stop: () => sims.close() });
   step(sims);
+  // The built-in providers and the messaging URL call the simulators where they
+  // listen now (a port of 0 is chosen at start), never another copy's on the defaults.
+  env[SIM_PORT_ENV.primary.name] = String(sims.primary.port);
+  env[SIM_PORT_ENV.backup.name] = String(sims.backup.port);
+  env[SIM_PORT_ENV.downstream.name] = String(sims.downstream.port);
   log(`simulated providers: ${sims.primary.name} ${sims.primary.url}, ${sims.backup.name} ${sims.backup.url}; downstream ${sims.downstream.url}`);
 
   const config: OnceflowConfig = loadConfig(env);
   const db = createPool(config.databaseUrl!);
-  stops.push(() => db.end());
+  stops.push({ stop: () => db.end() });
   await assertReachable(db, config.databaseUrl!);
   const applied = await migrate(db);
   if (applied.length) log(`migrations applied: ${applied.join(', ')}`);
 
-  if (!config.providersFile) {
-    // The dev stack verifies its simulated providers, so failover to sim-backup is allowed.
-    const operations = createRegistry();
-    const { providers, routeFor } = await loadProviders(config, operations);
-    const records = await verifyContracts({ db, operations, providers, routeFor }, {}, { samples: config.contracts.samples, timeoutMs: config.attempts.timeoutMs });
-    log(`contracts verified: ${records.map((r) => `${r.provider}/${r.model} ${r.passed ? 'pass' : 'FAIL'}`).join(', ')}`);
-  }
+  // Whatever the providers come from, failover is on only where a contract verification passed.
+  const operations = createRegistry();
+  const { providers, routeFor } = await loadProviders(config, operations);
+  await verifyAtStart({ db, operations, providers, routeFor }, config, { info: log, warn });
+  step(providers);
 
-  // One process here: the API's /metrics also shows the worker's counters.
-  const metrics = createMetrics({ defaultMetrics: true });
-  const worker = await startWorker(config, db, metrics);
-  stops.push(worker.close);
+  // Each part counts on its own registry, served where `npm run worker` and
+  // `npm run api` serve it, so one scrape configuration fits both ways of
+  // running. The process's own metrics (memory, event loop) are the API's.
+  const workerMetrics = createMetrics();
+  const workerMetricsServer = await serveMetrics(workerMetrics.registry, config.api.host, config.workerMetricsPort, 'ONCEFLOW_WORKER_METRICS_PORT');
+  stops.push({ stop: workerMetricsServer.close });
+  const worker = await startWorker(config, db, workerMetrics);
+  stops.push({ name: 'the worker', stop: worker.close });
   step(worker);
-  const api = await startApi(config, db, metrics);
-  stops.push(api.close);
+  const api = await startApi(config, db, createMetrics({ defaultMetrics: true }));
+  stops.push({ name: 'the API', stop: api.close });
   step(api);
 
   log('ready');
   console.log(`
   API            ${api.url}   (docs: ${api.url}/docs)
-  Temporal UI    ${uiUrl ?? config.temporal.uiUrl}
+  Temporal UI    ${uiLine ?? config.temporal.uiUrl}
+  Metrics        ${api.url}/metrics (API), ${workerMetricsServer.url} (worker)
 ${demoKey ? `  demo API key   ${demoKey}   (principal "demo"; printed once)\n  operator key   ${parseApiKeys(undefined, env.ONCEFLOW_OPERATOR_KEYS).operatorKeys[0]}\n` : ''}
   Try:  curl -s -X POST ${api.url}/v1/jobs \\
           -H 'Authorization: Bearer ${demoKey ?? '<your key>'}' -H 'Idempotency-Key: demo-1' \\

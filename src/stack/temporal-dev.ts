@@ -33,8 +33,16 @@ function port(value: unknown, key: string): number {
   return n;
 }
 
+function flag(value: unknown, key: string): boolean {
+  if (typeof value === 'boolean') return value;
+  if (typeof value === 'string' && /^(1|true|on|yes)$/i.test(value)) return true;
+  if (typeof value === 'string' && /^(0|false|off|no)$/i.test(value)) return false;
+  throw new DevConfigError(`${key} must be true or false (1 or 0), got ${JSON.stringify(value)}`);
+}
+
 /**
- * Reads temporal-dev.yaml; TEMPORAL_NAMESPACE, TEMPORAL_PORT and TEMPORAL_UI_PORT override it.
+ * Reads temporal-dev.yaml; TEMPORAL_NAMESPACE, TEMPORAL_PORT, TEMPORAL_UI_PORT,
+ * TEMPORAL_UI and TEMPORAL_DB_FILENAME override it.
  * @throws DevConfigError on a missing file or a malformed key.
  */
 export function loadTemporalDevConfig(
@@ -62,7 +70,7 @@ export function loadTemporalDevConfig(
     ip: String(raw.ip ?? '127.0.0.1'),
     port: portValue,
     uiPort: port(env.TEMPORAL_UI_PORT ?? raw.uiPort ?? portValue + 1000, 'uiPort'),
-    ui: raw.ui !== false,
+    ui: env.TEMPORAL_UI !== undefined && env.TEMPORAL_UI !== '' ? flag(env.TEMPORAL_UI, 'TEMPORAL_UI') : flag(raw.ui ?? true, 'temporal-dev.yaml: ui'),
     dbFilename,
     logLevel: String(raw.logLevel ?? 'warn'),
     searchAttributes,
@@ -138,18 +146,28 @@ export interface RunningDevServer {
   namespace: string;
   uiUrl?: string;
   process?: ChildProcess;
+  /** The server's latest output (its last 4000 characters), for diagnostics. */
+  output(): string;
   stop(): Promise<void>;
 }
 
 /**
  * Starts `temporal server start-dev` with the config's flags and waits until its frontend answers.
+ * With ownProcessGroup, a terminal's Ctrl-C reaches only the caller, which
+ * stops the server in its turn (`npm start`); the caller must then stop it on
+ * every signal it handles.
  * @throws Error when a port is busy or the server exits or does not come up in time.
  */
-export async function startDevServer(cliPath: string, config: TemporalDevConfig, log: (line: string) => void): Promise<RunningDevServer> {
+export async function startDevServer(
+  cliPath: string,
+  config: TemporalDevConfig,
+  log: (line: string) => void,
+  options: { ownProcessGroup?: boolean } = {},
+): Promise<RunningDevServer> {
   await assertPortFree(config.ip, config.port, 'set TEMPORAL_PORT or port in temporal-dev.yaml, or stop what uses it');
   if (config.ui) await assertPortFree(config.ip, config.uiPort, 'set TEMPORAL_UI_PORT or uiPort in temporal-dev.yaml');
   if (config.dbFilename) mkdirSync(path.dirname(config.dbFilename), { recursive: true });
-  const child = spawn(cliPath, devServerArgs(config), { stdio: ['ignore', 'pipe', 'pipe'], detached: false });
+  const child = spawn(cliPath, devServerArgs(config), { stdio: ['ignore', 'pipe', 'pipe'], detached: options.ownProcessGroup === true });
   let exited = false;
   let output = '';
   const collect = (chunk: Buffer): void => {
@@ -160,9 +178,19 @@ export async function startDevServer(cliPath: string, config: TemporalDevConfig,
   child.on('exit', () => {
     exited = true;
   });
+  // If this process ends without stop() (a crash, process.exit elsewhere), the
+  // server is stopped with it rather than left running without its owner.
+  const onExit = (): void => {
+    if (!exited) child.kill('SIGTERM');
+  };
+  process.on('exit', onExit);
   const stop = (): Promise<void> =>
     new Promise((resolve) => {
-      if (exited) return resolve();
+      process.removeListener('exit', onExit);
+      if (exited) {
+        log(`the Temporal dev server had already exited (${child.signalCode ?? `code ${child.exitCode}`}) before its turn to stop`);
+        return resolve();
+      }
       child.once('exit', () => resolve());
       child.kill('SIGTERM');
       setTimeout(() => !exited && child.kill('SIGKILL'), 10_000).unref();
@@ -180,6 +208,7 @@ export async function startDevServer(cliPath: string, config: TemporalDevConfig,
     namespace: config.namespace,
     uiUrl: config.ui ? `http://${config.ip}:${config.uiPort}` : undefined,
     process: child,
+    output: () => output,
     stop,
   };
 }
@@ -212,6 +241,7 @@ export async function startDevServerByDownload(config: TemporalDevConfig, log: (
     namespace: config.namespace,
     uiUrl: config.ui ? `http://${config.ip}:${config.uiPort}` : undefined,
     process: undefined,
+    output: () => '',
     stop: () => env.teardown(),
   };
 }

@@ -1,10 +1,10 @@
 /** `npm run worker`: a Temporal worker alone, against DATABASE_URL and TEMPORAL_ADDRESS. */
-import { createServer } from 'node:http';
 import { loadConfig } from '../config';
 import { createMetrics } from '../metrics/metrics';
 import { migrate } from '../db/migrate';
 import { assertReachable, createPool } from '../db/pool';
 import { runMain } from '../stack/main-helpers';
+import { serveMetrics } from '../stack/metrics-server';
 import { startWorker } from '../stack/services';
 
 runMain('worker', async () => {
@@ -14,19 +14,14 @@ runMain('worker', async () => {
   await assertReachable(db, config.databaseUrl);
   await migrate(db);
   const metrics = createMetrics({ defaultMetrics: true });
+  // The worker's own counters (attempts, unknowns, discards, effects) for Prometheus.
+  const metricsServer = await serveMetrics(metrics.registry, config.api.host, config.workerMetricsPort, 'ONCEFLOW_WORKER_METRICS_PORT');
   const worker = await startWorker(config, db, metrics);
   console.log(`worker: polling ${config.temporal.taskQueue} in namespace ${config.temporal.namespace} at ${config.temporal.address}`);
-  // The worker's own counters (attempts, unknowns, discards, effects) for Prometheus.
-  const metricsPort = Number(process.env.ONCEFLOW_WORKER_METRICS_PORT ?? 9464);
-  const server = createServer((request, response) => {
-    if (request.url !== '/metrics') return void response.writeHead(404).end();
-    metrics.registry.metrics().then((text) => response.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text));
-  });
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(metricsPort, config.api.host, resolve));
-  console.log(`worker: metrics on http://${config.api.host}:${metricsPort}/metrics`);
+  console.log(`worker: metrics on ${metricsServer.url}`);
   return async () => {
-    server.close();
     await worker.close();
+    await metricsServer.close();
     await db.end();
   };
 });

@@ -1,6 +1,9 @@
 import net from 'node:net';
 import { SimPortInUseError, startSimStack, type SimStack } from '../../src/sim/stack';
 import { simStackOptionsFromEnv } from '../../src/sim/main';
+import { loadConfig } from '../../src/config';
+import { createRegistry } from '../../src/operations/registry';
+import { loadProviders } from '../../src/stack/services';
 import { getJson, postChat } from './sim-client';
 
 /** Holds a loopback port so the simulators cannot bind it. */
@@ -72,5 +75,24 @@ describe('simulator stack', () => {
     expect(defaults).toEqual({ primaryPort: 7301, backupPort: 7302, downstreamPort: 7310, downstreamDedupe: false });
     expect(custom).toMatchObject({ primaryPort: 8001, downstreamDedupe: true });
     expect(() => simStackOptionsFromEnv({ SIM_BACKUP_PORT: 'abc' })).toThrow('SIM_BACKUP_PORT');
+  });
+
+  it("points the built-in providers and the messaging URL at the simulators' ports", async () => {
+    // Arrange
+    stack = await startSimStack({});
+    const env = { SIM_PRIMARY_PORT: String(stack.primary.port), SIM_BACKUP_PORT: String(stack.backup.port), SIM_DOWNSTREAM_PORT: String(stack.downstream.port) };
+    const config = loadConfig(env);
+    const { providers } = await loadProviders(config, createRegistry(), env);
+
+    // Act
+    const ask = (name: string) => providers.get(name)!.complete({ model: 'sim-small', messages: [{ role: 'user', content: 'Hi' }], requestId: `port-${name}`, timeoutMs: 5_000 });
+    await ask('sim-primary');
+    await ask('sim-backup');
+
+    // Assert
+    expect(stack.primary.requests()).toHaveLength(1);
+    expect(stack.backup.requests()).toHaveLength(1);
+    expect(config.effects.messagesUrl).toBe(stack.downstream.url);
+    expect(loadConfig({ ...env, ONCEFLOW_MESSAGES_URL: 'https://messages.example/' }).effects.messagesUrl).toBe('https://messages.example');
   });
 });

@@ -1,13 +1,14 @@
 import { spawn } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
+import { createTestDatabase } from '../harness/database';
 import { readHarnessState } from '../harness/state';
 
 /** `npm start` with a broken environment: one line saying what is wrong, a non-zero exit, nothing left running. */
 describe('start-up errors', () => {
   function start(env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
     const child = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(__dirname, '..', '..', 'src', 'stack', 'start.ts')], {
-      env: { ...process.env, SIM_PRIMARY_PORT: '0', SIM_BACKUP_PORT: '0', SIM_DOWNSTREAM_PORT: '0', ONCEFLOW_API_PORT: '0', ...env },
+      env: { ...process.env, SIM_PRIMARY_PORT: '0', SIM_BACKUP_PORT: '0', SIM_DOWNSTREAM_PORT: '0', ONCEFLOW_API_PORT: '0', ONCEFLOW_WORKER_METRICS_PORT: '0', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
@@ -40,5 +41,23 @@ describe('start-up errors', () => {
     // Assert
     expect(result.code).toBe(1);
     expect(result.stderr.trim().split('\n')).toEqual([`onceflow: port ${port} on 127.0.0.1 is busy; set TEMPORAL_PORT or port in temporal-dev.yaml, or stop what uses it`]);
+  }, 60_000);
+
+  it.each(['SIM_BACKUP_PORT', 'ONCEFLOW_WORKER_METRICS_PORT'])('names a busy port set by %s and that variable, in one line', async (variable) => {
+    // Arrange
+    const holder = net.createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const port = (holder.address() as net.AddressInfo).port;
+    const { temporalAddress, temporalNamespace } = readHarnessState();
+    const db = await createTestDatabase({ migrate: false });
+
+    // Act
+    const result = await start({ DATABASE_URL: db.url, TEMPORAL_ADDRESS: temporalAddress, TEMPORAL_NAMESPACE: temporalNamespace, ONCEFLOW_VERIFY_AT_START: '0', [variable]: String(port) });
+    holder.close();
+    await db.drop();
+
+    // Assert
+    expect(result.code).toBe(1);
+    expect(result.stderr.trim().split('\n').filter((line) => !line.includes('WARNING'))).toEqual([`onceflow: port ${port} on 127.0.0.1 is busy; set ${variable}`]);
   }, 60_000);
 });
