@@ -1,1 +1,0 @@
-export { ensureRetentionSchedule } from './schedules';
