@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { AttemptStatus, failAttempt, getAttempt, listAttempts, markAttemptRunning, openAttempt } from '../../src/ledger/attempts';
+import { AttemptStatus, failAttempt, getAttempt, listAttempts, markAttemptRunning, markAttemptUnknown, openAttempt, resolveAttempt } from '../../src/ledger/attempts';
 import { interceptQueries, onStatements, pause } from '../harness/db-faults';
 import { gateLookups } from '../harness/gated-provider';
 import { auth, isTerminalJob, KEYS, readJob, startTestStack, submitReply, waitForJob, type TestStack } from '../harness/stack';
@@ -91,6 +91,21 @@ describe('attempt transitions are compare-and-swaps (invariant 12)', () => {
     // Assert
     expect(failed).toBe(false);
     expect(await getAttempt(stack.db.pool, attemptId)).toMatchObject({ status: 'running', errorClass: null });
+  });
+
+  it('never rewrites an operator resolution when a late call reports its request unknown', async () => {
+    // Arrange: the attempt went out, was given up on, and an operator resolved it.
+    const { jobId, attemptId } = await openFor('resolved, then reported');
+    await markAttemptRunning(stack.db.pool, attemptId);
+    await markAttemptUnknown(stack.db.pool, attemptId, { class: 'worker_lost', detail: 'gave up' });
+    await resolveAttempt(stack.db.pool, { jobId, attemptId, outcome: 'failed', reason: 'dropped', by: 'operator:test' });
+
+    // Act: the call that was given up on reports a timeout after all.
+    const moved = await markAttemptUnknown(stack.db.pool, attemptId, { class: 'timeout', detail: 'late report' });
+
+    // Assert
+    expect(moved).toBe(false);
+    expect(await getAttempt(stack.db.pool, attemptId)).toMatchObject({ status: 'failed', resolution: { outcome: 'failed', by: 'operator:test' } });
   });
 
   it('lets exactly one of "mark sent" and "not sent" win when they race, and never both', async () => {

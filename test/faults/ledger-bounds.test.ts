@@ -49,7 +49,16 @@ describe('the ledger stays bounded and in one lock order', () => {
     expect(plan.seqScans).toEqual([]);
   });
 
+  /** Deadlocks PostgreSQL detected in this database (retried transactions hide them from callers, not from it). */
+  async function deadlocks(): Promise<number> {
+    // Backends report their counts within a second of going idle.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    const { rows } = await stack.db.pool.query<{ deadlocks: string }>('SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()');
+    return Number(rows[0]!.deadlocks);
+  }
+
   it('never deadlocks when evidence is noted while the attempt commits: every write takes the job row first', async () => {
+    const before = await deadlocks();
     const errors: unknown[] = [];
     for (let round = 0; round < 25; round++) {
       // Arrange
@@ -70,6 +79,7 @@ describe('the ledger stays bounded and in one lock order', () => {
 
     // Assert
     expect(errors).toEqual([]);
+    expect((await deadlocks()) - before).toBe(0);
   });
 
   it('backs off before the same provider again also when the fallback between them is not eligible', async () => {
