@@ -18,6 +18,7 @@ import type { GateSettings } from '../contracts/eligibility';
 import { ProblemError, ProblemType, type FieldError } from './problems';
 import { ProblemSchema } from './schemas';
 import { registerServiceRoutes } from './service-routes';
+import { installEdgeGuards } from './edge-guards';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -83,6 +84,7 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
   // The API speaks JSON only: any other body is a 415, not a string to validate.
   app.removeContentTypeParser('text/plain');
   app.addSchema(ProblemSchema);
+  installEdgeGuards(app);
   // Problem responses are added to each route's schema here, so the OpenAPI
   // document lists them while handlers stay typed by their success schemas.
   app.addHook('onRoute', (route) => {

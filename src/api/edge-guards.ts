@@ -1,0 +1,28 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { ProblemError, ProblemType } from './problems';
+import { unacceptedStrings } from './strings';
+
+/**
+ * Refuses strings Onceflow does not accept (strings.ts) in the path, the
+ * query and the body, before schema validation and before any handler, so no
+ * route can carry one to the database.
+ * @throws ProblemError 400 naming each field.
+ */
+export function refuseUnacceptedStrings(request: FastifyRequest): void {
+  const parts: Array<[string, unknown]> = [
+    ['path', request.params],
+    ['querystring', request.query],
+    ['body', request.body],
+  ];
+  for (const [where, value] of parts) {
+    const errors = unacceptedStrings(value);
+    if (errors.length > 0) {
+      throw new ProblemError(400, ProblemType.validation, 'Invalid request', `the ${where} is not valid: ${errors.map((e) => `${e.pointer || '/'} ${e.detail}`).join('; ')}`, { errors });
+    }
+  }
+}
+
+/** Installs the edge guards on every route of the app. */
+export function installEdgeGuards(app: FastifyInstance): void {
+  app.addHook('preValidation', async (request) => refuseUnacceptedStrings(request));
+}
