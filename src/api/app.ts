@@ -2,7 +2,7 @@ import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { Pool } from 'pg';
 import type { OnceflowConfig } from '../config';
 import type { Metrics } from '../metrics/metrics';
@@ -15,10 +15,14 @@ import { registerProviderRoutes } from './providers-routes';
 import type { ProviderAdapter } from '../providers/types';
 import type { RouteStep } from '../temporal/contract';
 import type { GateSettings } from '../contracts/eligibility';
-import { ProblemError, ProblemType, type FieldError } from './problems';
+import { ProblemError, ProblemType } from './problems';
 import { ProblemSchema } from './schemas';
 import { registerServiceRoutes } from './service-routes';
-import { installEdgeGuards } from './edge-guards';
+import { installEdgeGuards, refuseDuplicateHeader } from './edge-guards';
+import { AuthThrottle } from './auth-throttle';
+import { frameworkProblem, handleClientError, installErrorHandler, sendProblem } from './errors';
+import { installJsonBodyParser } from './json-body';
+import { RouteMethods } from './methods';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -63,10 +67,16 @@ export function apiContracts(
 
 export type App = FastifyInstance<any, any, any, any, TypeBoxTypeProvider>;
 
+/** Path parameters longer than this are a 414 (ids are 36 characters, effect names at most 64). */
+export const MAX_PARAM_LENGTH = 100;
+
 /** The HTTP API: routes, auth, limits and one error handler speaking problem+json. */
 export async function buildApp(deps: ApiDeps): Promise<App> {
+  const api = deps.config.api;
+  // Node checks the header and request deadlines at this interval; a tenth of the shorter one keeps them honest.
+  const connectionsCheckingInterval = Math.max(50, Math.min(1_000, Math.floor(Math.min(api.headersTimeoutMs, api.requestTimeoutMs) / 10)));
   const app = Fastify({
-    bodyLimit: deps.config.api.bodyLimitBytes,
+    bodyLimit: api.bodyLimitBytes,
     logger:
       deps.logger === false
         ? false
@@ -79,12 +89,40 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
             },
           },
     ajv: { customOptions: { allErrors: true, removeAdditional: false, coerceTypes: false, useDefaults: false } },
+    // Slow clients: headers, then the whole request (body included), must arrive in time, or 408.
+    http: { headersTimeout: api.headersTimeoutMs, requestTimeout: api.requestTimeoutMs, connectionsCheckingInterval },
+    requestTimeout: api.requestTimeoutMs,
+    keepAliveTimeout: api.keepAliveTimeoutMs,
+    trustProxy: api.trustProxy as boolean | string[],
+    maxParamLength: MAX_PARAM_LENGTH,
+    // Draining is answered below as problem+json, like every other error.
+    return503OnClosing: false,
+    clientErrorHandler: handleClientError,
+    frameworkErrors: (error, _request, reply) => {
+      deps.metrics.requestsRejected.inc({ reason: frameworkProblem(error, MAX_PARAM_LENGTH).problemType });
+      void sendProblem(reply, frameworkProblem(error, MAX_PARAM_LENGTH));
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
+  app.server.maxConnections = api.maxConnections;
 
   // The API speaks JSON only: any other body is a 415, not a string to validate.
   app.removeContentTypeParser('text/plain');
+  installJsonBodyParser(app);
   app.addSchema(ProblemSchema);
   installEdgeGuards(app);
+  const methods = new RouteMethods(app);
+
+  let closing = false;
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
+  app.addHook('onRequest', async (_request, reply) => {
+    if (!closing) return;
+    reply.header('connection', 'close');
+    throw new ProblemError(503, ProblemType.unavailable, 'Shutting down', 'this instance is shutting down; retry (with the same Idempotency-Key) on another one', { headers: { 'retry-after': '1' } });
+  });
+
   // Problem responses are added to each route's schema here, so the OpenAPI
   // document lists them while handlers stay typed by their success schemas.
   app.addHook('onRoute', (route) => {
@@ -94,19 +132,19 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
     for (const status of statuses) response[status] = { $ref: 'Problem#' };
     route.schema = { ...route.schema, response };
   });
-  app.setErrorHandler((error: FastifyError, request, reply) => {
-    const problem = toProblemError(error);
+  installErrorHandler(app, (problem, request, error) => {
     if (problem.status >= 500) request.log.error({ err: error }, 'request failed');
     if (problem.status !== 404) deps.metrics.requestsRejected.inc({ reason: problem.problemType });
-    for (const [name, value] of Object.entries(problem.extras.headers ?? {})) reply.header(name, value);
-    return reply.status(problem.status).type('application/problem+json').send(problem.toProblem());
   });
-  app.setNotFoundHandler((request, reply) =>
-    reply
-      .status(404)
-      .type('application/problem+json')
-      .send(new ProblemError(404, ProblemType.notFound, 'Not found', `no route ${request.method} ${request.url.split('?')[0]}`).toProblem()),
-  );
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? '/';
+    const allowed = methods.allowed(path);
+    if (allowed && !allowed.includes(request.method)) {
+      reply.header('allow', allowed.join(', '));
+      return sendProblem(reply, new ProblemError(405, ProblemType.methodNotAllowed, 'Method not allowed', `${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`));
+    }
+    return sendProblem(reply, new ProblemError(404, ProblemType.notFound, 'Not found', `no route ${request.method} ${path}`));
+  });
 
   await app.register(swagger, {
     openapi: {
@@ -125,10 +163,11 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   const keyRing = new KeyRing(deps.config.keys);
+  const throttle = new AuthThrottle({ maxFailures: api.authFailuresPerWindow, windowMs: api.authFailureWindowMs });
   await app.register(rateLimit, {
     global: false,
     hook: 'preParsing',
-    max: deps.config.api.rateLimitPerMinute,
+    max: api.rateLimitPerMinute,
     timeWindow: 60_000,
     keyGenerator: (request) => request.principal?.id ?? request.ip,
     errorResponseBuilder: (_request, context) =>
@@ -139,7 +178,20 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
 
   await app.register(async (v1) => {
     v1.addHook('onRequest', async (request) => {
-      request.principal = keyRing.authenticate(request.headers.authorization);
+      const refusedForMs = throttle.refusedForMs(request.ip);
+      if (refusedForMs > 0) {
+        const seconds = String(Math.ceil(refusedForMs / 1000));
+        throw new ProblemError(429, ProblemType.rateLimited, 'Too many failed authentications', `too many requests from this address had a missing or wrong API key; retry after ${seconds} s`, {
+          headers: { 'retry-after': seconds },
+        });
+      }
+      refuseDuplicateHeader(request, 'Authorization');
+      try {
+        request.principal = keyRing.authenticate(request.headers.authorization);
+      } catch (err) {
+        throttle.fail(request.ip);
+        throw err;
+      }
     });
     await registerJobRoutes(v1, deps);
     await registerJobCommandRoutes(v1, deps);
@@ -147,40 +199,4 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
   }, { prefix: '/v1' });
   await registerServiceRoutes(app, deps);
   return app;
-}
-
-function validationErrors(error: FastifyError): FieldError[] {
-  return (error.validation ?? []).map((issue) => {
-    const params = issue.params as { missingProperty?: string; additionalProperty?: string };
-    const child = params.missingProperty ?? params.additionalProperty;
-    const detail = issue.keyword === 'required' ? 'is required' : issue.keyword === 'additionalProperties' ? 'is not a known field' : issue.message ?? 'is not valid';
-    return { pointer: `${issue.instancePath}${child ? `/${child}` : ''}`, detail };
-  });
-}
-
-/** Maps anything thrown in a route to the problem it answers; 5xx details stay in the log. */
-function toProblemError(error: FastifyError): ProblemError {
-  if (error instanceof ProblemError) return error;
-  if (error.validation) {
-    const where = error.validationContext ?? 'body';
-    const errors = validationErrors(error);
-    return new ProblemError(400, ProblemType.validation, 'Invalid request', `the ${where} is not valid: ${errors.map((e) => `${e.pointer || '/'} ${e.detail}`).join('; ')}`, { errors });
-  }
-  switch (error.code) {
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new ProblemError(413, ProblemType.payloadTooLarge, 'Payload too large', error.message);
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new ProblemError(415, ProblemType.unsupportedMediaType, 'Unsupported media type', 'send the body as application/json');
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-    case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return new ProblemError(400, ProblemType.malformedJson, 'Malformed JSON', error.message);
-  }
-  if (error instanceof SyntaxError || (error.statusCode === 400 && /JSON/i.test(error.message))) {
-    return new ProblemError(400, ProblemType.malformedJson, 'Malformed JSON', 'the body is not valid JSON');
-  }
-  if (error.statusCode === 429) return new ProblemError(429, ProblemType.rateLimited, 'Too many requests', error.message);
-  if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
-    return new ProblemError(error.statusCode, ProblemType.validation, 'Bad request', error.message);
-  }
-  return new ProblemError(500, ProblemType.internal, 'Internal error', 'something went wrong on our side; retrying with the same Idempotency-Key is safe', {}, { cause: error });
 }

@@ -26,3 +26,18 @@ export function refuseUnacceptedStrings(request: FastifyRequest): void {
 export function installEdgeGuards(app: FastifyInstance): void {
   app.addHook('preValidation', async (request) => refuseUnacceptedStrings(request));
 }
+
+/**
+ * Refuses a header that must appear once but was sent more than once (Node
+ * joins some repeats into "A, B" and keeps only the first of others, so the
+ * raw headers are counted).
+ * @throws ProblemError 400 duplicate-header.
+ */
+export function refuseDuplicateHeader(request: FastifyRequest, name: string): void {
+  const raw = request.raw.rawHeaders;
+  let count = 0;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]?.toLowerCase() === name.toLowerCase()) count++;
+  if (count > 1) {
+    throw new ProblemError(400, ProblemType.duplicateHeader, 'Duplicate header', `send exactly one ${name} header; this request had ${count}`);
+  }
+}

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { admit, WorkflowStartError } from '../jobs/admission';
 import { isTerminal } from '../jobs/status';
@@ -7,6 +7,7 @@ import { getJob, IdempotencyKeyReusedError, type JobRecord } from '../ledger/job
 import type { ApiDeps } from './app';
 import type { Principal } from './auth';
 import { renderJob } from './job-view';
+import { refuseDuplicateHeader } from './edge-guards';
 import { notFound, ProblemError, ProblemType } from './problems';
 import { AttemptNotFoundError, AttemptNotUnknownError, resolveAttempt } from '../ledger/attempts';
 import { cancelJob } from '../ledger/jobs';
@@ -25,17 +26,24 @@ import {
   SubmitHeadersSchema,
 } from './schemas';
 
-const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/;
+/**
+ * 1 to 255 printable ASCII characters, not starting or ending with a space
+ * (HTTP trims those, so a key could never arrive with them).
+ */
+export const IDEMPOTENCY_KEY_PATTERN = '^[\\x21-\\x7E]([\\x20-\\x7E]{0,253}[\\x21-\\x7E])?$';
+const IDEMPOTENCY_KEY = new RegExp(IDEMPOTENCY_KEY_PATTERN);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MAX_WAIT_S = 60;
 
 /** The Idempotency-Key header, checked. @throws ProblemError 400. */
-function idempotencyKeyOf(header: string | undefined): string {
+function idempotencyKeyOf(request: FastifyRequest): string {
+  refuseDuplicateHeader(request, 'Idempotency-Key');
+  const header = request.headers['idempotency-key'] as string | undefined;
   if (header === undefined || header === '') {
     throw new ProblemError(400, ProblemType.missingIdempotencyKey, 'Idempotency-Key required', 'send an Idempotency-Key header: one key per intent, 1 to 255 printable ASCII characters');
   }
   if (!IDEMPOTENCY_KEY.test(header)) {
-    throw new ProblemError(400, ProblemType.invalidIdempotencyKey, 'Invalid Idempotency-Key', 'the Idempotency-Key must be 1 to 255 printable ASCII characters');
+    throw new ProblemError(400, ProblemType.invalidIdempotencyKey, 'Invalid Idempotency-Key', 'the Idempotency-Key must be 1 to 255 printable ASCII characters, not starting or ending with a space');
   }
   return header;
 }
@@ -84,7 +92,9 @@ export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps): Pr
     },
     async (request, reply) => {
       const principal = request.principal!;
-      const idempotencyKey = idempotencyKeyOf(request.headers['idempotency-key']);
+      // An operator reads and settles any tenant's jobs; it does not act as a tenant (API.md, "Operators").
+      if (principal.operator) throw new ProblemError(403, ProblemType.forbidden, 'Forbidden', 'operator keys do not submit jobs; submit with the API key of the principal the job is for');
+      const idempotencyKey = idempotencyKeyOf(request);
       const waitSeconds = waitSecondsOf(request.headers.prefer);
       const { operation: operationName, input } = request.body;
       const operation = deps.operations.get(operationName);
