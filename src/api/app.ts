@@ -16,7 +16,8 @@ import type { ProviderAdapter } from '../providers/types';
 import type { RouteStep } from '../temporal/contract';
 import type { GateSettings } from '../contracts/eligibility';
 import { ProblemError, ProblemType } from './problems';
-import { ProblemSchema } from './schemas';
+import { JobSchema, ProblemSchema } from './schemas';
+import { ALWAYS_POSSIBLE, finishDocument, problemResponse } from './openapi';
 import { registerServiceRoutes } from './service-routes';
 import { installEdgeGuards, refuseDuplicateHeader } from './edge-guards';
 import { AuthThrottle } from './auth-throttle';
@@ -94,7 +95,7 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
     requestTimeout: api.requestTimeoutMs,
     keepAliveTimeout: api.keepAliveTimeoutMs,
     trustProxy: api.trustProxy as boolean | string[],
-    maxParamLength: MAX_PARAM_LENGTH,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     // Draining is answered below as problem+json, like every other error.
     return503OnClosing: false,
     clientErrorHandler: handleClientError,
@@ -109,6 +110,7 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
   app.removeContentTypeParser('text/plain');
   installJsonBodyParser(app);
   app.addSchema(ProblemSchema);
+  app.addSchema(JobSchema);
   installEdgeGuards(app);
   const methods = new RouteMethods(app);
 
@@ -124,12 +126,13 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
   });
 
   // Problem responses are added to each route's schema here, so the OpenAPI
-  // document lists them while handlers stay typed by their success schemas.
+  // document lists every status a route can answer while handlers stay typed
+  // by their success schemas.
   app.addHook('onRoute', (route) => {
     const statuses = route.config?.problems;
     if (!statuses || !route.schema) return;
     const response = { ...((route.schema.response as Record<number, unknown> | undefined) ?? {}) };
-    for (const status of statuses) response[status] = { $ref: 'Problem#' };
+    for (const status of new Set([...statuses, ...ALWAYS_POSSIBLE])) response[status] = problemResponse(status);
     route.schema = { ...route.schema, response };
   });
   installErrorHandler(app, (problem, request, error) => {
@@ -158,9 +161,9 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
       security: [{ bearer: [] }],
     },
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
+    transformObject: (document) => finishDocument('openapiObject' in document ? document.openapiObject : {}, deps.operations),
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   const keyRing = new KeyRing(deps.config.keys);
   const throttle = new AuthThrottle({ maxFailures: api.authFailuresPerWindow, windowMs: api.authFailureWindowMs });
