@@ -2,7 +2,7 @@ import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Pool } from 'pg';
 import type { OnceflowConfig } from '../config';
 import type { Metrics } from '../metrics/metrics';
@@ -24,6 +24,7 @@ import { AuthThrottle } from './auth-throttle';
 import { frameworkProblem, handleClientError, installErrorHandler, sendProblem } from './errors';
 import { installJsonBodyParser } from './json-body';
 import { RouteMethods } from './methods';
+import { STRING_RULE } from './strings';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -135,11 +136,8 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
     for (const status of new Set([...statuses, ...ALWAYS_POSSIBLE])) response[status] = problemResponse(status);
     route.schema = { ...route.schema, response };
   });
-  installErrorHandler(app, (problem, request, error) => {
-    if (problem.status >= 500) request.log.error({ err: error }, 'request failed');
-    if (problem.status !== 404) deps.metrics.requestsRejected.inc({ reason: problem.problemType });
-  });
-  app.setNotFoundHandler((request, reply) => {
+  /** No route for this method and path: 405 with Allow when the path is known, else 404. */
+  const noRoute = (request: FastifyRequest, reply: FastifyReply) => {
     const path = request.url.split('?')[0] ?? '/';
     const allowed = methods.allowed(path);
     if (allowed && !allowed.includes(request.method)) {
@@ -147,7 +145,12 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
       return sendProblem(reply, new ProblemError(405, ProblemType.methodNotAllowed, 'Method not allowed', `${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`));
     }
     return sendProblem(reply, new ProblemError(404, ProblemType.notFound, 'Not found', `no route ${request.method} ${path}`));
-  });
+  };
+  installErrorHandler(app, (problem, request, error) => {
+    if (problem.status >= 500) request.log.error({ err: error }, 'request failed');
+    if (problem.status !== 404) deps.metrics.requestsRejected.inc({ reason: problem.problemType });
+  }, (request, reply) => (request.is404 ? noRoute(request, reply) : undefined));
+  app.setNotFoundHandler(noRoute);
 
   await app.register(swagger, {
     openapi: {
@@ -155,7 +158,7 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
       info: {
         title: 'Onceflow API',
         version: '1',
-        description: 'One click, one job, one side effect. Every intent becomes one durable job keyed by (principal, operation, Idempotency-Key).',
+        description: `One click, one job, one side effect. Every intent becomes one durable job keyed by (principal, operation, Idempotency-Key). Every error is application/problem+json (RFC 9457). ${STRING_RULE}`,
       },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
       security: [{ bearer: [] }],

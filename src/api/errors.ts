@@ -112,9 +112,18 @@ export function handleClientError(this: FastifyInstance, error: NodeJS.ErrnoExce
   socket.destroy(error);
 }
 
-/** Registers problem+json error handling on the app (route errors). */
-export function installErrorHandler(app: FastifyInstance, onProblem: (problem: ProblemError, request: FastifyRequest, error: unknown) => void): void {
+/**
+ * Registers problem+json error handling on the app. `answerFirst` may answer
+ * instead (a request with no route is a 404 or 405, whatever its body).
+ */
+export function installErrorHandler(
+  app: FastifyInstance,
+  onProblem: (problem: ProblemError, request: FastifyRequest, error: unknown) => void,
+  answerFirst: (request: FastifyRequest, reply: FastifyReply) => FastifyReply | undefined,
+): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
+    const answered = answerFirst(request, reply);
+    if (answered) return answered;
     const problem = toProblemError(error);
     onProblem(problem, request, error);
     return sendProblem(reply, problem);

@@ -10,11 +10,17 @@ import type { FieldError } from './problems';
 const UNACCEPTED = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /**
- * The same rule as a JSON Schema pattern, for documents and schemas (JSON
- * Schema patterns are matched by code point: a proper surrogate pair is one
- * character outside the range, a lone surrogate is inside it).
+ * The rule as a JSON Schema pattern, for schemas and the document: no NUL.
+ * Lone surrogates are not Unicode characters at all (RFC 8259 section 8.2
+ * leaves them to the receiver), so a pattern cannot name them portably: most
+ * validators, those of generated clients included, cannot even hold one. The
+ * document says so in words (openapi.ts) and the edge refuses them.
  */
-export const ACCEPTED_STRING_PATTERN = '^[^\\u0000\\ud800-\\udfff]*$';
+export const ACCEPTED_STRING_PATTERN = '^[^\\u0000]*$';
+
+/** The rule in words, for the document. */
+export const STRING_RULE =
+  'Strings are any Unicode text except U+0000 (NUL): the schemas state it as a pattern. A lone surrogate (a \\ud800-\\udfff escape without its pair) is not Unicode text and is refused too. Either is a 400 naming the field.';
 
 /** Why a string is not accepted, or undefined when it is. */
 export function whyUnaccepted(value: string): string | undefined {

@@ -64,6 +64,15 @@ describe('the HTTP edge', () => {
     expect(response.headers.allow?.split(/,\s*/).sort()).toEqual(['GET', 'HEAD', 'POST']);
   });
 
+  it('answers an unsupported method on a known path with 405 even when its body cannot be parsed', async () => {
+    // Act: QUERY carries a body, and this one has no Content-Type.
+    const response = await rawRequest(port, 'QUERY /healthz HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\n\r\n{}');
+
+    // Assert
+    expectProblem(response, 405, /\/method-not-allowed$/);
+    expect(response.headers.allow).toBe('GET, HEAD');
+  });
+
   it('answers GET on a command route with 405 and Allow: POST', async () => {
     // Act
     const response = await request(`GET /v1/jobs/${randomUUID()}/cancel HTTP/1.1`);

@@ -31,7 +31,7 @@ describe('the OpenAPI document', () => {
 
   it('is a valid OpenAPI 3.1 document', async () => {
     // Act
-    const result = await validate(structuredClone(doc));
+    const result = await validate(structuredClone(doc) as Parameters<typeof validate>[0]);
 
     // Assert
     expect(result).toMatchObject({ valid: true });

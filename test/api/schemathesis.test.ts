@@ -1,0 +1,99 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { KEYS, startTestStack, type TestStack } from '../harness/stack';
+import { ensureSchemathesis } from './schemathesis/venv';
+
+/**
+ * Schemathesis against the real stack (the API on a real port, PostgreSQL,
+ * Temporal, a worker), generating requests from /openapi.json with every
+ * check on, stateful links included: the document must describe what the
+ * server does, and no request may get a 5xx.
+ *
+ * The CI run is short and seeded. The long run (`npm run test:schemathesis:long`)
+ * takes its size and seed from ONCEFLOW_SCHEMATHESIS_MAX_EXAMPLES and
+ * ONCEFLOW_SCHEMATHESIS_SEED.
+ */
+const MAX_EXAMPLES = Number(process.env.ONCEFLOW_SCHEMATHESIS_MAX_EXAMPLES ?? 25);
+const SEED = Number(process.env.ONCEFLOW_SCHEMATHESIS_SEED ?? 20260611);
+const TIMEOUT_MS = Number(process.env.ONCEFLOW_SCHEMATHESIS_TIMEOUT_MS ?? 600_000);
+
+interface Run {
+  code: number | null;
+  output: string;
+}
+
+function run(command: string, args: string[], outputFile: string): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    // Asynchronous: the API under test is served by this same process.
+    const child = spawn(command, args, { env: { ...process.env, NO_COLOR: '1', COLUMNS: '160' } });
+    let output = '';
+    child.stdout.on('data', (chunk) => (output += chunk));
+    child.stderr.on('data', (chunk) => (output += chunk));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      writeFileSync(outputFile, output);
+      resolve({ code, output });
+    });
+  });
+}
+
+describe('schemathesis against the running stack', () => {
+  let stack: TestStack;
+  let baseUrl: string;
+  let st: string;
+  beforeAll(async () => {
+    st = ensureSchemathesis((line) => process.stderr.write(`[schemathesis] ${line}\n`));
+    stack = await startTestStack({
+      // Schemathesis checks that requests without a key are refused: those must not lock the test client out.
+      env: { ONCEFLOW_AUTH_FAILURES_PER_WINDOW: '100000000' },
+    });
+    await stack.app.listen({ host: '127.0.0.1', port: 0 });
+    baseUrl = `http://127.0.0.1:${(stack.app.server.address() as AddressInfo).port}`;
+  }, 900_000);
+  afterAll(() => stack?.close());
+
+  it(
+    'finds no failure with every check on, stateful links included',
+    async () => {
+      // Arrange
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'onceflow-schemathesis-'));
+      const args = [
+        '--config-file',
+        path.join(__dirname, 'schemathesis', 'schemathesis.toml'),
+        'run',
+        `${baseUrl}/openapi.json`,
+        '--checks',
+        'all',
+        '--seed',
+        String(SEED),
+        '--max-examples',
+        String(MAX_EXAMPLES),
+        '--header',
+        `Authorization: Bearer ${KEYS.alice}`,
+        '--workers',
+        '2',
+        '--request-timeout',
+        '90',
+        '--generation-database',
+        'none',
+        '--report',
+        'junit',
+        '--report-dir',
+        dir,
+        '--no-color',
+      ];
+
+      // Act
+      const result = await run(st, args, path.join(dir, 'output.txt'));
+
+      // Assert
+      const summary = result.output.split('\n').slice(-60).join('\n');
+      process.stderr.write(`[schemathesis] seed ${SEED}, max examples ${MAX_EXAMPLES}, output in ${dir}\n${summary}\n`);
+      expect({ exitCode: result.code, output: result.code === 0 ? 'passed' : readFileSync(path.join(dir, 'output.txt'), 'utf8').slice(-20_000) }).toEqual({ exitCode: 0, output: 'passed' });
+    },
+    TIMEOUT_MS,
+  );
+});
