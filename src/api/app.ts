@@ -8,7 +8,7 @@ import type { OnceflowConfig } from '../config';
 import type { Metrics } from '../metrics/metrics';
 import type { OperationRegistry } from '../operations/registry';
 import type { WorkflowTarget } from '../temporal/starter';
-import { KeyRing, type Principal } from './auth';
+import { authenticateRequest, KeyRing, type Principal } from './auth';
 import type { JobWaiter } from './job-waiter';
 import { registerJobCommandRoutes, registerJobRoutes } from './jobs-routes';
 import { registerProviderRoutes } from './providers-routes';
@@ -19,7 +19,7 @@ import { ProblemError, ProblemType } from './problems';
 import { JobSchema, ProblemSchema } from './schemas';
 import { ALWAYS_POSSIBLE, finishDocument, problemResponse } from './openapi';
 import { registerServiceRoutes } from './service-routes';
-import { installEdgeGuards, refuseDuplicateHeader } from './edge-guards';
+import { installEdgeGuards } from './edge-guards';
 import { AuthThrottle } from './auth-throttle';
 import { frameworkProblem, handleClientError, installErrorHandler, sendProblem } from './errors';
 import { installJsonBodyParser } from './json-body';
@@ -101,8 +101,9 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
     return503OnClosing: false,
     clientErrorHandler: handleClientError,
     frameworkErrors: (error, _request, reply) => {
-      deps.metrics.requestsRejected.inc({ reason: frameworkProblem(error, MAX_PARAM_LENGTH).problemType });
-      void sendProblem(reply, frameworkProblem(error, MAX_PARAM_LENGTH));
+      const problem = frameworkProblem(error, MAX_PARAM_LENGTH);
+      deps.metrics.requestsRejected.inc({ reason: problem.problemType });
+      void sendProblem(reply, problem);
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.server.maxConnections = api.maxConnections;
@@ -184,20 +185,7 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
 
   await app.register(async (v1) => {
     v1.addHook('onRequest', async (request) => {
-      const refusedForMs = throttle.refusedForMs(request.ip);
-      if (refusedForMs > 0) {
-        const seconds = String(Math.ceil(refusedForMs / 1000));
-        throw new ProblemError(429, ProblemType.rateLimited, 'Too many failed authentications', `too many requests from this address had a missing or wrong API key; retry after ${seconds} s`, {
-          headers: { 'retry-after': seconds },
-        });
-      }
-      refuseDuplicateHeader(request, 'Authorization');
-      try {
-        request.principal = keyRing.authenticate(request.headers.authorization);
-      } catch (err) {
-        throttle.fail(request.ip);
-        throw err;
-      }
+      request.principal = authenticateRequest(request, keyRing, throttle);
     });
     await registerJobRoutes(v1, deps);
     await registerJobCommandRoutes(v1, deps);

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdtempSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -25,18 +25,20 @@ interface Run {
   output: string;
 }
 
+/** Runs a command without blocking this process (which serves the API under test), writing its output to a file as it goes. */
 function run(command: string, args: string[], outputFile: string): Promise<Run> {
   return new Promise((resolve, reject) => {
-    // Asynchronous: the API under test is served by this same process.
     const child = spawn(command, args, { env: { ...process.env, NO_COLOR: '1', COLUMNS: '160' } });
+    const file = createWriteStream(outputFile);
     let output = '';
-    child.stdout.on('data', (chunk) => (output += chunk));
-    child.stderr.on('data', (chunk) => (output += chunk));
+    const collect = (chunk: Buffer) => {
+      output += chunk;
+      file.write(chunk);
+    };
+    child.stdout.on('data', collect);
+    child.stderr.on('data', collect);
     child.on('error', reject);
-    child.on('close', (code) => {
-      writeFileSync(outputFile, output);
-      resolve({ code, output });
-    });
+    child.on('close', (code) => file.end(() => resolve({ code, output })));
   });
 }
 
