@@ -182,7 +182,7 @@ function apiEdgeConfig(env: NodeJS.ProcessEnv): ApiEdgeConfig {
     headersTimeoutMs,
     requestTimeoutMs,
     keepAliveTimeoutMs: int(env, 'ONCEFLOW_API_KEEP_ALIVE_TIMEOUT_MS', 72_000, 1),
-    maxConnections: int(env, 'ONCEFLOW_API_MAX_CONNECTIONS', 1_024, 1),
+    maxConnections: int(env, 'ONCEFLOW_API_MAX_CONNECTIONS', 2_048, 1),
     authFailuresPerWindow: int(env, 'ONCEFLOW_AUTH_FAILURES_PER_WINDOW', 20, 1),
     authFailureWindowMs: int(env, 'ONCEFLOW_AUTH_FAILURE_WINDOW_MS', 60_000, 1),
     trustProxy:

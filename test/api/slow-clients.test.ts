@@ -98,6 +98,19 @@ describe('slow clients', () => {
     expect(connection.socket.destroyed).toBe(true);
   });
 
+  it('does not cut off an answer that takes longer than the request timeout once the request has arrived (Prefer: wait)', async () => {
+    // Act: no worker runs, so the job stays accepted and the server waits the full 3 s, twice the request timeout.
+    const response = await fetch(`http://127.0.0.1:${port}/v1/jobs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEYS.alice}`, 'idempotency-key': `wait-${Math.random()}`, 'content-type': 'application/json', prefer: 'wait=3' },
+      body: JSON.stringify({ operation: 'support.reply', input: { ticketId: 'T-1', customerMessage: 'Hello', channel: 'chat' } }),
+    });
+
+    // Assert
+    expect(response.status).toBe(202);
+    expect(response.headers.get('preference-applied')).toBe('wait=3');
+  });
+
   it('serves other clients while slow ones hold their connections', async () => {
     // Arrange
     const slow = await Promise.all(Array.from({ length: 5 }, async () => (await new RawConnection(port).connected())));
