@@ -47,7 +47,7 @@ export function toProblemError(error: FastifyError): ProblemError {
   }
   if (error.statusCode === 429) return new ProblemError(429, ProblemType.rateLimited, 'Too many requests', error.message);
   if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
-    return new ProblemError(error.statusCode, ProblemType.validation, 'Bad request', error.message);
+    return new ProblemError(error.statusCode, ProblemType.badRequest, STATUS_CODES[error.statusCode] ?? 'Bad request', error.message);
   }
   if (isDatabaseUnavailable(error)) return unavailable();
   return new ProblemError(500, ProblemType.internal, 'Internal error', 'the request failed on our side for a reason the service did not expect; it has been logged', {}, { cause: error });

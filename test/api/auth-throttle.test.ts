@@ -117,3 +117,27 @@ describe('the authentication throttle window', () => {
     expect(['a', 'b', 'c'].map((address) => throttle.refusedForMs(address) > 0)).toEqual([false, true, true]);
   });
 });
+
+describe('throttling behind a trusted proxy', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    stack = await startTestStack({ worker: false, env: { ONCEFLOW_AUTH_FAILURES_PER_WINDOW: '2', ONCEFLOW_API_TRUST_PROXY: '127.0.0.1' } });
+  });
+  afterAll(() => stack.close());
+
+  const read = (forwardedFor: string, authorization: string) =>
+    stack.app.inject({ method: 'GET', url: `/v1/jobs/${randomUUID()}`, remoteAddress: '127.0.0.1', headers: { authorization, 'x-forwarded-for': forwardedFor } });
+
+  it('counts failures per client address the proxy reports, not per proxy', async () => {
+    // Arrange: one client behind the proxy guesses until it is refused.
+    for (let i = 0; i < 3; i++) await read('127.0.1.1', `Bearer guess-${i}`);
+
+    // Act
+    const guesser = await read('127.0.1.1', `Bearer ${KEYS.alice}`);
+    const neighbour = await read('127.0.1.2', `Bearer ${KEYS.alice}`);
+
+    // Assert
+    expect(guesser.statusCode).toBe(429);
+    expect(neighbour.statusCode).toBe(404);
+  });
+});
