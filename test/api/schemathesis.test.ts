@@ -28,7 +28,8 @@ interface Run {
 /** Runs a command without blocking this process (which serves the API under test), writing its output to a file as it goes. */
 function run(command: string, args: string[], outputFile: string): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { env: { ...process.env, NO_COLOR: '1', COLUMNS: '160' } });
+    // In the output's folder: Schemathesis keeps a cache of crashes in its working directory.
+    const child = spawn(command, args, { cwd: path.dirname(outputFile), env: { ...process.env, NO_COLOR: '1', COLUMNS: '160' } });
     const file = createWriteStream(outputFile);
     let output = '';
     const collect = (chunk: Buffer) => {
