@@ -33,7 +33,7 @@ export interface OnceflowConfig {
     bodyLimitBytes: number;
     rateLimitPerMinute: number;
     publicUrl: string;
-  };
+  } & ApiEdgeConfig;
   keys: ApiKeys;
   attempts: {
     timeoutMs: number;
@@ -126,6 +126,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): OnceflowConfig
       bodyLimitBytes: int(env, 'ONCEFLOW_BODY_LIMIT_BYTES', 256 * 1024, 1024),
       rateLimitPerMinute: int(env, 'ONCEFLOW_RATE_LIMIT_PER_MINUTE', 600, 1),
       publicUrl: (env.ONCEFLOW_PUBLIC_URL ?? `http://${host}:${port}`).replace(/\/$/, ''),
+      ...apiEdgeConfig(env),
     },
     keys: parseApiKeys(env.ONCEFLOW_API_KEYS, env.ONCEFLOW_OPERATOR_KEYS),
     attempts: {
@@ -172,5 +173,39 @@ function effectsConfig(env: NodeJS.ProcessEnv): OnceflowConfig['effects'] {
     messagesDeduplicate: env.ONCEFLOW_MESSAGES_DEDUPLICATE === '1',
     webhookUrl: env.ONCEFLOW_WEBHOOK_URL || undefined,
     webhookDeduplicates: env.ONCEFLOW_WEBHOOK_DEDUPLICATES === '1',
+  };
+}
+
+/** How the API treats slow clients, connections and failed authentications (README, "Configuration"). */
+export interface ApiEdgeConfig {
+  /** All request headers must arrive within this (408 otherwise). */
+  headersTimeoutMs: number;
+  /** The whole request, headers and body, must arrive within this (408 otherwise). */
+  requestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this. */
+  keepAliveTimeoutMs: number;
+  /** Open connections at most; further ones are closed at once. */
+  maxConnections: number;
+  /** Failed authentications per client address and window before the address gets 429. */
+  authFailuresPerWindow: number;
+  authFailureWindowMs: number;
+  /** Fastify's trustProxy: false, true, a hop count, or addresses/CIDRs of trusted proxies. */
+  trustProxy: boolean | number | string[];
+}
+
+function apiEdgeConfig(env: NodeJS.ProcessEnv): ApiEdgeConfig {
+  const headersTimeoutMs = int(env, 'ONCEFLOW_API_HEADERS_TIMEOUT_MS', 10_000, 1);
+  const requestTimeoutMs = int(env, 'ONCEFLOW_API_REQUEST_TIMEOUT_MS', 30_000, 1);
+  if (headersTimeoutMs > requestTimeoutMs) throw new ConfigError('ONCEFLOW_API_HEADERS_TIMEOUT_MS must not be longer than ONCEFLOW_API_REQUEST_TIMEOUT_MS');
+  const trust = env.ONCEFLOW_API_TRUST_PROXY?.trim() ?? '';
+  return {
+    headersTimeoutMs,
+    requestTimeoutMs,
+    keepAliveTimeoutMs: int(env, 'ONCEFLOW_API_KEEP_ALIVE_TIMEOUT_MS', 72_000, 1),
+    maxConnections: int(env, 'ONCEFLOW_API_MAX_CONNECTIONS', 2_048, 1),
+    authFailuresPerWindow: int(env, 'ONCEFLOW_AUTH_FAILURES_PER_WINDOW', 20, 1),
+    authFailureWindowMs: int(env, 'ONCEFLOW_AUTH_FAILURE_WINDOW_MS', 60_000, 1),
+    trustProxy:
+      trust === '' || trust === 'false' ? false : trust === 'true' ? true : /^\d+$/.test(trust) ? Number(trust) : trust.split(',').map((s) => s.trim()).filter(Boolean),
   };
 }

@@ -2,22 +2,29 @@ import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Pool } from 'pg';
 import type { OnceflowConfig } from '../config';
 import type { Metrics } from '../metrics/metrics';
 import type { OperationRegistry } from '../operations/registry';
 import type { WorkflowTarget } from '../temporal/starter';
-import { KeyRing, type Principal } from './auth';
+import { authenticateRequest, KeyRing, type Principal } from './auth';
 import type { JobWaiter } from './job-waiter';
 import { registerJobCommandRoutes, registerJobRoutes } from './jobs-routes';
 import { registerProviderRoutes } from './providers-routes';
 import type { ProviderAdapter } from '../providers/types';
 import type { RouteStep } from '../temporal/contract';
 import type { GateSettings } from '../contracts/eligibility';
-import { ProblemError, ProblemType, type FieldError } from './problems';
-import { ProblemSchema } from './schemas';
+import { ProblemError, ProblemType } from './problems';
+import { JobSchema, ProblemSchema } from './schemas';
+import { ALWAYS_POSSIBLE, finishDocument, problemResponse } from './openapi';
 import { registerServiceRoutes } from './service-routes';
+import { installEdgeGuards } from './edge-guards';
+import { AuthThrottle } from './auth-throttle';
+import { frameworkProblem, handleClientError, installErrorHandler, sendProblem } from './errors';
+import { installJsonBodyParser } from './json-body';
+import { RouteMethods } from './methods';
+import { STRING_RULE } from './strings';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -62,10 +69,16 @@ export function apiContracts(
 
 export type App = FastifyInstance<any, any, any, any, TypeBoxTypeProvider>;
 
+/** Path parameters longer than this are a 414 (ids are 36 characters, effect names at most 64). */
+export const MAX_PARAM_LENGTH = 100;
+
 /** The HTTP API: routes, auth, limits and one error handler speaking problem+json. */
 export async function buildApp(deps: ApiDeps): Promise<App> {
+  const api = deps.config.api;
+  // Node checks the header and request deadlines at this interval; a tenth of the shorter one keeps them honest.
+  const connectionsCheckingInterval = Math.max(50, Math.min(1_000, Math.floor(Math.min(api.headersTimeoutMs, api.requestTimeoutMs) / 10)));
   const app = Fastify({
-    bodyLimit: deps.config.api.bodyLimitBytes,
+    bodyLimit: api.bodyLimitBytes,
     logger:
       deps.logger === false
         ? false
@@ -78,33 +91,67 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
             },
           },
     ajv: { customOptions: { allErrors: true, removeAdditional: false, coerceTypes: false, useDefaults: false } },
+    // Slow clients: headers, then the whole request (body included), must arrive in time, or 408.
+    http: { headersTimeout: api.headersTimeoutMs, requestTimeout: api.requestTimeoutMs, connectionsCheckingInterval },
+    requestTimeout: api.requestTimeoutMs,
+    keepAliveTimeout: api.keepAliveTimeoutMs,
+    trustProxy: api.trustProxy as boolean | string[],
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    // Draining is answered below as problem+json, like every other error.
+    return503OnClosing: false,
+    clientErrorHandler: handleClientError,
+    frameworkErrors: (error, _request, reply) => {
+      const problem = frameworkProblem(error, MAX_PARAM_LENGTH);
+      deps.metrics.requestsRejected.inc({ reason: problem.problemType });
+      void sendProblem(reply, problem);
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
+  app.server.maxConnections = api.maxConnections;
 
   // The API speaks JSON only: any other body is a 415, not a string to validate.
   app.removeContentTypeParser('text/plain');
+  installJsonBodyParser(app);
   app.addSchema(ProblemSchema);
+  app.addSchema(JobSchema);
+  installEdgeGuards(app);
+  const methods = new RouteMethods(app);
+
+  let closing = false;
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
+  app.addHook('onRequest', async (_request, reply) => {
+    if (!closing) return;
+    reply.header('connection', 'close');
+    throw new ProblemError(503, ProblemType.unavailable, 'Shutting down', 'this instance is shutting down; retry (with the same Idempotency-Key) on another one', { headers: { 'retry-after': '1' } });
+  });
+
   // Problem responses are added to each route's schema here, so the OpenAPI
-  // document lists them while handlers stay typed by their success schemas.
+  // document lists every status a route can answer while handlers stay typed
+  // by their success schemas.
   app.addHook('onRoute', (route) => {
     const statuses = route.config?.problems;
     if (!statuses || !route.schema) return;
     const response = { ...((route.schema.response as Record<number, unknown> | undefined) ?? {}) };
-    for (const status of statuses) response[status] = { $ref: 'Problem#' };
+    for (const status of new Set([...statuses, ...ALWAYS_POSSIBLE])) response[status] = problemResponse(status);
     route.schema = { ...route.schema, response };
   });
-  app.setErrorHandler((error: FastifyError, request, reply) => {
-    const problem = toProblemError(error);
+  /** No route for this method and path: 405 with Allow when the path is known, else 404. */
+  const noRoute = (request: FastifyRequest, reply: FastifyReply) => {
+    const path = request.url.split('?')[0] ?? '/';
+    const allowed = methods.allowed(path);
+    if (allowed && !allowed.includes(request.method)) {
+      reply.header('allow', allowed.join(', '));
+      return sendProblem(reply, new ProblemError(405, ProblemType.methodNotAllowed, 'Method not allowed', `${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`));
+    }
+    return sendProblem(reply, new ProblemError(404, ProblemType.notFound, 'Not found', `no route ${request.method} ${path}`));
+  };
+  installErrorHandler(app, (problem, request, error) => {
     if (problem.status >= 500) request.log.error({ err: error }, 'request failed');
     if (problem.status !== 404) deps.metrics.requestsRejected.inc({ reason: problem.problemType });
-    for (const [name, value] of Object.entries(problem.extras.headers ?? {})) reply.header(name, value);
-    return reply.status(problem.status).type('application/problem+json').send(problem.toProblem());
-  });
-  app.setNotFoundHandler((request, reply) =>
-    reply
-      .status(404)
-      .type('application/problem+json')
-      .send(new ProblemError(404, ProblemType.notFound, 'Not found', `no route ${request.method} ${request.url.split('?')[0]}`).toProblem()),
-  );
+  }, (request, reply) => (request.is404 ? noRoute(request, reply) : undefined));
+  app.setNotFoundHandler(noRoute);
 
   await app.register(swagger, {
     openapi: {
@@ -112,21 +159,22 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
       info: {
         title: 'Onceflow API',
         version: '1',
-        description: 'One click, one job, one side effect. Every intent becomes one durable job keyed by (principal, operation, Idempotency-Key).',
+        description: `One click, one job, one side effect. Every intent becomes one durable job keyed by (principal, operation, Idempotency-Key). Every error is application/problem+json (RFC 9457). ${STRING_RULE}`,
       },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
       security: [{ bearer: [] }],
     },
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
+    transformObject: (document) => finishDocument('openapiObject' in document ? document.openapiObject : {}, deps.operations),
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   const keyRing = new KeyRing(deps.config.keys);
+  const throttle = new AuthThrottle({ maxFailures: api.authFailuresPerWindow, windowMs: api.authFailureWindowMs });
   await app.register(rateLimit, {
     global: false,
     hook: 'preParsing',
-    max: deps.config.api.rateLimitPerMinute,
+    max: api.rateLimitPerMinute,
     timeWindow: 60_000,
     keyGenerator: (request) => request.principal?.id ?? request.ip,
     errorResponseBuilder: (_request, context) =>
@@ -137,7 +185,7 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
 
   await app.register(async (v1) => {
     v1.addHook('onRequest', async (request) => {
-      request.principal = keyRing.authenticate(request.headers.authorization);
+      request.principal = authenticateRequest(request, keyRing, throttle);
     });
     await registerJobRoutes(v1, deps);
     await registerJobCommandRoutes(v1, deps);
@@ -145,40 +193,4 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
   }, { prefix: '/v1' });
   await registerServiceRoutes(app, deps);
   return app;
-}
-
-function validationErrors(error: FastifyError): FieldError[] {
-  return (error.validation ?? []).map((issue) => {
-    const params = issue.params as { missingProperty?: string; additionalProperty?: string };
-    const child = params.missingProperty ?? params.additionalProperty;
-    const detail = issue.keyword === 'required' ? 'is required' : issue.keyword === 'additionalProperties' ? 'is not a known field' : issue.message ?? 'is not valid';
-    return { pointer: `${issue.instancePath}${child ? `/${child}` : ''}`, detail };
-  });
-}
-
-/** Maps anything thrown in a route to the problem it answers; 5xx details stay in the log. */
-function toProblemError(error: FastifyError): ProblemError {
-  if (error instanceof ProblemError) return error;
-  if (error.validation) {
-    const where = error.validationContext ?? 'body';
-    const errors = validationErrors(error);
-    return new ProblemError(400, ProblemType.validation, 'Invalid request', `the ${where} is not valid: ${errors.map((e) => `${e.pointer || '/'} ${e.detail}`).join('; ')}`, { errors });
-  }
-  switch (error.code) {
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new ProblemError(413, ProblemType.payloadTooLarge, 'Payload too large', error.message);
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new ProblemError(415, ProblemType.unsupportedMediaType, 'Unsupported media type', 'send the body as application/json');
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-    case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return new ProblemError(400, ProblemType.malformedJson, 'Malformed JSON', error.message);
-  }
-  if (error instanceof SyntaxError || (error.statusCode === 400 && /JSON/i.test(error.message))) {
-    return new ProblemError(400, ProblemType.malformedJson, 'Malformed JSON', 'the body is not valid JSON');
-  }
-  if (error.statusCode === 429) return new ProblemError(429, ProblemType.rateLimited, 'Too many requests', error.message);
-  if (error.statusCode && error.statusCode >= 400 && error.statusCode < 500) {
-    return new ProblemError(error.statusCode, ProblemType.validation, 'Bad request', error.message);
-  }
-  return new ProblemError(500, ProblemType.internal, 'Internal error', 'something went wrong on our side; retrying with the same Idempotency-Key is safe', {}, { cause: error });
 }

@@ -1,5 +1,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { OPERATOR_PRINCIPAL, type ApiKeys } from '../config';
+import type { FastifyRequest } from 'fastify';
+import type { AuthThrottle } from './auth-throttle';
+import { refuseDuplicateHeader } from './edge-guards';
 import { ProblemError, ProblemType } from './problems';
 
 export interface Principal {
@@ -54,4 +57,28 @@ export class KeyRing {
 
 function unauthorized(detail: string): ProblemError {
   return new ProblemError(401, ProblemType.unauthorized, 'Unauthorized', detail, { headers: { 'www-authenticate': 'Bearer' } });
+}
+
+/**
+ * The principal of a request to /v1: an address refused by the throttle is
+ * refused before its key is compared (auth-throttle.ts says why), a second
+ * Authorization header is refused rather than ignored, and a missing or
+ * wrong key counts against the address.
+ * @throws ProblemError 429 (throttled), 400 (two Authorization headers), 401.
+ */
+export function authenticateRequest(request: FastifyRequest, keyRing: KeyRing, throttle: AuthThrottle): Principal {
+  const refusedForMs = throttle.refusedForMs(request.ip);
+  if (refusedForMs > 0) {
+    const seconds = String(Math.ceil(refusedForMs / 1000));
+    throw new ProblemError(429, ProblemType.rateLimited, 'Too many failed authentications', `too many requests from this address had a missing or wrong API key; retry after ${seconds} s`, {
+      headers: { 'retry-after': seconds },
+    });
+  }
+  refuseDuplicateHeader(request, 'Authorization');
+  try {
+    return keyRing.authenticate(request.headers.authorization);
+  } catch (err) {
+    throttle.fail(request.ip);
+    throw err;
+  }
 }

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { admit, WorkflowStartError } from '../jobs/admission';
 import { isTerminal } from '../jobs/status';
@@ -7,6 +7,7 @@ import { getJob, IdempotencyKeyReusedError, type JobRecord } from '../ledger/job
 import type { ApiDeps } from './app';
 import type { Principal } from './auth';
 import { renderJob } from './job-view';
+import { refuseDuplicateHeader } from './edge-guards';
 import { notFound, ProblemError, ProblemType } from './problems';
 import { AttemptNotFoundError, AttemptNotUnknownError, resolveAttempt } from '../ledger/attempts';
 import { cancelJob } from '../ledger/jobs';
@@ -19,37 +20,50 @@ import {
   FindJobQuerySchema,
   ResolutionBodySchema,
   ResolutionParamsSchema,
+  IDEMPOTENCY_KEY_PATTERN,
   JobIdParamsSchema,
-  JobSchema,
+  jsonResponse,
+  ResponseHeaders,
   SubmitBodySchema,
   SubmitHeadersSchema,
 } from './schemas';
 
-const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/;
+const IDEMPOTENCY_KEY = new RegExp(IDEMPOTENCY_KEY_PATTERN);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MAX_WAIT_S = 60;
 
+/** @fastify/rate-limit's headers on the rate-limited submit route. */
+const RATE_LIMIT_HEADERS = {
+  'x-ratelimit-limit': ResponseHeaders.rateLimit,
+  'x-ratelimit-remaining': ResponseHeaders.rateLimit,
+  'x-ratelimit-reset': ResponseHeaders.rateLimit,
+};
+
 /** The Idempotency-Key header, checked. @throws ProblemError 400. */
-function idempotencyKeyOf(header: string | undefined): string {
+function idempotencyKeyOf(request: FastifyRequest): string {
+  refuseDuplicateHeader(request, 'Idempotency-Key');
+  const header = request.headers['idempotency-key'] as string | undefined;
   if (header === undefined || header === '') {
     throw new ProblemError(400, ProblemType.missingIdempotencyKey, 'Idempotency-Key required', 'send an Idempotency-Key header: one key per intent, 1 to 255 printable ASCII characters');
   }
   if (!IDEMPOTENCY_KEY.test(header)) {
-    throw new ProblemError(400, ProblemType.invalidIdempotencyKey, 'Invalid Idempotency-Key', 'the Idempotency-Key must be 1 to 255 printable ASCII characters');
+    throw new ProblemError(400, ProblemType.invalidIdempotencyKey, 'Invalid Idempotency-Key', 'the Idempotency-Key must be 1 to 255 printable ASCII characters, not starting or ending with a space');
   }
   return header;
 }
 
-/** Seconds from `Prefer: wait=N`, or 0. @throws ProblemError 400 when N is not 0..60. */
+/**
+ * Seconds from `Prefer: wait=N`, or 0. Other preferences are ignored (RFC
+ * 7240); every wait given must be 0 to 60, which is what the document's
+ * PREFER_BAD_WAIT_PATTERN refuses.
+ * @throws ProblemError 400 when a wait is not a whole number from 0 to 60.
+ */
 function waitSecondsOf(prefer: string | undefined): number {
-  if (!prefer) return 0;
-  const match = /(?:^|[,;\s])wait\s*=\s*"?([^",;\s]*)"?/i.exec(prefer);
-  if (!match) return 0;
-  const seconds = Number(match[1]);
-  if (!/^\d+$/.test(match[1] ?? '') || seconds > MAX_WAIT_S) {
+  const waits = [...(prefer ?? '').matchAll(/(?:^|[,; \t])wait[ \t]*=[ \t]*"?([^",; \t]*)"?/gi)].map((match) => match[1] ?? '');
+  if (waits.some((wait) => !/^\d+$/.test(wait) || Number(wait) > MAX_WAIT_S)) {
     throw new ProblemError(400, ProblemType.invalidPreference, 'Invalid Prefer: wait', `wait must be a whole number of seconds from 0 to ${MAX_WAIT_S}`);
   }
-  return seconds;
+  return waits.length > 0 ? Number(waits[0]) : 0;
 }
 
 /** Tenants are walls (invariant 10): another principal's job does not exist for the caller. */
@@ -69,23 +83,43 @@ export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps): Pr
     return (await loadJobDetailsById(db, id)) ?? details;
   }
 
+  const submitted = (description: string, replayed: boolean) =>
+    jsonResponse({ $ref: 'Job#' }, description, {
+      Location: ResponseHeaders.location,
+      ...(replayed ? { 'Idempotent-Replayed': ResponseHeaders.idempotentReplayed } : {}),
+      'Preference-Applied': ResponseHeaders.preferenceApplied,
+      ...RATE_LIMIT_HEADERS,
+    });
+
   v1.post(
     '/jobs',
     {
-      config: { rateLimit: {}, problems: [400, 401, 409, 413, 415, 429, 503] },
+      config: { rateLimit: {}, problems: [400, 401, 403, 408, 409, 413, 415, 429] },
       schema: {
+        operationId: 'submitJob',
+        tags: ['jobs'],
         summary: 'Submit an intent',
         description:
-          'Creates the one job of (principal, operation, Idempotency-Key), or returns it. 202 for a new job; 200 with Idempotent-Replayed: true for the same intent again; 409 when the key was used with another request.',
+          'Creates the one job of (principal, operation, Idempotency-Key), or returns it. 202 for a new job; 200 with Idempotent-Replayed: true for the same intent again (or a new job that became terminal while the request waited); 409 when the key was used with another request. Operator keys may not submit (403).',
         headers: SubmitHeadersSchema,
         body: SubmitBodySchema,
-        response: { 200: JobSchema, 202: JobSchema },
+        response: {
+          200: submitted('The job of this intent: it already existed (Idempotent-Replayed: true), or it became terminal while the request waited', true),
+          202: submitted('A new job, accepted', false),
+        },
+      },
+      // Before schema validation, so each of these answers with its own problem type.
+      preValidation: async (request) => {
+        // An operator reads and settles any tenant's jobs; it does not act as a tenant (API.md, "Operators").
+        if (request.principal?.operator) throw new ProblemError(403, ProblemType.forbidden, 'Forbidden', 'operator keys do not submit jobs; submit with the API key of the principal the job is for');
+        idempotencyKeyOf(request);
+        waitSecondsOf(request.headers.prefer as string | undefined);
       },
     },
     async (request, reply) => {
       const principal = request.principal!;
-      const idempotencyKey = idempotencyKeyOf(request.headers['idempotency-key']);
-      const waitSeconds = waitSecondsOf(request.headers.prefer);
+      const idempotencyKey = idempotencyKeyOf(request);
+      const waitSeconds = waitSecondsOf(request.headers.prefer as string | undefined);
       const { operation: operationName, input } = request.body;
       const operation = deps.operations.get(operationName);
       if (!operation) {
@@ -134,7 +168,17 @@ export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps): Pr
 
   v1.get(
     '/jobs/:id',
-    { config: { problems: [401, 404] }, schema: { summary: 'Read a job', params: JobIdParamsSchema, response: { 200: JobSchema } } },
+    {
+      config: { problems: [400, 401, 404, 414, 429] },
+      schema: {
+        operationId: 'getJob',
+        tags: ['jobs'],
+        summary: 'Read a job',
+        description: "The job, if it is the caller's (operators read any job); otherwise 404. An id that is not a UUID is a 400.",
+        params: JobIdParamsSchema,
+        response: { 200: jsonResponse({ $ref: 'Job#' }, 'The job as it is now') },
+      },
+    },
     async (request) => {
       const details = UUID.test(request.params.id) ? await loadJobDetailsById(db, request.params.id) : undefined;
       if (!details || !visibleTo(request.principal!, details.job)) throw notFound();
@@ -145,11 +189,14 @@ export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps): Pr
   v1.get(
     '/jobs',
     {
-      config: { problems: [400, 401, 404] },
+      config: { problems: [400, 401, 404, 429] },
       schema: {
+        operationId: 'findJob',
+        tags: ['jobs'],
         summary: "Find the caller's job for a scope",
+        description: "The caller's job for (operation, idempotencyKey), or 404. An operator key has no scope of its own: 404.",
         querystring: FindJobQuerySchema,
-        response: { 200: JobSchema },
+        response: { 200: jsonResponse({ $ref: 'Job#' }, 'The job of that scope') },
       },
     },
     async (request) => {
@@ -193,13 +240,15 @@ export async function registerJobCommandRoutes(app: FastifyInstance, deps: ApiDe
   v1.post(
     '/jobs/:id/attempts/:attemptId/resolution',
     {
-      config: { problems: [400, 401, 403, 404, 409] },
+      config: { problems: [400, 401, 403, 404, 408, 409, 413, 414, 415, 429] },
       schema: {
+        operationId: 'resolveAttempt',
+        tags: ['operators'],
         summary: 'Resolve an unknown attempt out of band (operators only)',
-        description: 'Marks an unknown attempt failed or cancelled, with who and why; the job may then go on to its next attempt.',
+        description: 'Marks an unknown attempt failed or cancelled, with who and why; the job may then go on to its next attempt. 409 when the attempt is not unknown.',
         params: ResolutionParamsSchema,
         body: ResolutionBodySchema,
-        response: { 200: JobSchema },
+        response: { 200: jsonResponse({ $ref: 'Job#' }, 'The job after the resolution') },
       },
     },
     async (request) => {
@@ -223,13 +272,16 @@ export async function registerJobCommandRoutes(app: FastifyInstance, deps: ApiDe
   v1.post(
     '/jobs/:id/effects/:name/resolution',
     {
-      config: { problems: [400, 401, 403, 404, 409] },
+      config: { problems: [400, 401, 403, 404, 408, 409, 413, 414, 415, 429] },
       schema: {
+        operationId: 'resolveEffect',
+        tags: ['operators'],
         summary: 'Settle an effect in review (operators only)',
-        description: 'An effect that could be neither looked up nor safely repeated waits in needs_review until an operator says what happened downstream, with who and why.',
+        description:
+          'An effect that could be neither looked up nor safely repeated waits in needs_review until an operator says what happened downstream, with who and why. 409 when the effect is not in review.',
         params: EffectResolutionParamsSchema,
         body: EffectResolutionBodySchema,
-        response: { 200: JobSchema },
+        response: { 200: jsonResponse({ $ref: 'Job#' }, 'The job after the settlement') },
       },
     },
     async (request) => {
@@ -251,13 +303,16 @@ export async function registerJobCommandRoutes(app: FastifyInstance, deps: ApiDe
   v1.post(
     '/jobs/:id/cancel',
     {
-      config: { problems: [401, 404, 409] },
+      config: { problems: [400, 401, 404, 408, 409, 413, 414, 415, 429] },
       schema: {
+        operationId: 'cancelJob',
+        tags: ['jobs'],
         summary: 'Cancel a job that is not terminal',
-        description: 'An attempt in flight is not killed; its late result will be discarded.',
+        description:
+          "An attempt in flight is not killed; its late result will be discarded. 409 when the job is terminal or has claimed a side effect. Operators may cancel any tenant's job; the job's events record who cancelled.",
         params: JobIdParamsSchema,
         body: CancelBodySchema,
-        response: { 200: JobSchema },
+        response: { 200: jsonResponse({ $ref: 'Job#' }, 'The cancelled job') },
       },
     },
     async (request) => {

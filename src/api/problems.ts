@@ -22,6 +22,14 @@ export const ProblemType = {
   rateLimited: 'rate-limited',
   unavailable: 'service-unavailable',
   internal: 'internal',
+  badRequest: 'bad-request',
+  badUrl: 'bad-url',
+  uriTooLong: 'uri-too-long',
+  headersTooLarge: 'headers-too-large',
+  requestTimeout: 'request-timeout',
+  methodNotAllowed: 'method-not-allowed',
+  notImplemented: 'not-implemented',
+  duplicateHeader: 'duplicate-header',
 } as const;
 export type ProblemType = (typeof ProblemType)[keyof typeof ProblemType];
 

@@ -1,47 +1,77 @@
-import { Type, type Static, type TLiteral, type TUnion } from '@sinclair/typebox';
+import { Type, type Static, type StringOptions, type TSchema, type TUnsafe } from '@sinclair/typebox';
+import { ACCEPTED_STRING_PATTERN } from './strings';
 
-/** Schemas the routes validate with and the OpenAPI document is generated from. */
+/**
+ * Schemas the routes validate with and the OpenAPI document is generated
+ * from. Every string a client sends states the one string rule (strings.ts)
+ * as its pattern, so the document says what the edge refuses.
+ */
 
-export const ProblemSchema = Type.Object(
-  {
-    type: Type.String({ format: 'uri' }),
-    title: Type.String(),
-    status: Type.Integer(),
-    detail: Type.String(),
-    errors: Type.Optional(Type.Array(Type.Object({ pointer: Type.String(), detail: Type.String() }))),
-  },
-  { $id: 'Problem', additionalProperties: true, description: 'RFC 9457 problem details (application/problem+json)' },
-);
+/** A string Onceflow accepts from a client: no NUL, no lone surrogate. */
+export const Text = (options: StringOptions = {}) => Type.String({ pattern: ACCEPTED_STRING_PATTERN, ...options });
+
+/** A string enum, documented as `enum` (not a union of constants). */
+export function StringEnum<const T extends readonly string[]>(values: T, options: { description?: string } = {}): TUnsafe<T[number]> {
+  return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
+}
+
+export const Uuid = (description: string) => Type.String({ format: 'uuid', description, examples: ['0b5c2f1e-8d7a-4c39-9e61-2f4a7d3b9c10'] });
 
 const Timestamp = Type.String({ format: 'date-time' });
 
-/** A union of string literals that keeps its literal type. */
-function OneOf<const T extends readonly string[]>(values: T): TUnion<TLiteral<T[number]>[]> {
-  return Type.Union(values.map((value) => Type.Literal(value)));
-}
+/** Any JSON object the server writes (evidence, receipts, event details). */
+const OpenObject = (description?: string) => Type.Object({}, { additionalProperties: true, ...(description ? { description } : {}) });
+
+export const ProblemSchema = Type.Object(
+  {
+    type: Type.String({ format: 'uri', description: 'a stable URI naming the kind of problem, under https://onceflow.dev/problems/' }),
+    title: Type.String(),
+    status: Type.Integer({ minimum: 400, maximum: 599 }),
+    detail: Type.String(),
+    errors: Type.Optional(
+      Type.Array(Type.Object({ pointer: Type.String({ description: 'JSON pointer into the part of the request named in detail' }), detail: Type.String() }), {
+        description: 'each failing field of an invalid request',
+      }),
+    ),
+  },
+  {
+    $id: 'Problem',
+    additionalProperties: true,
+    description: 'RFC 9457 problem details (application/problem+json)',
+    examples: [
+      {
+        type: 'https://onceflow.dev/problems/validation',
+        title: 'Invalid input',
+        status: 400,
+        detail: 'the input is not valid for support.reply v1: /input/channel must be one of "email", "chat"',
+        errors: [{ pointer: '/input/channel', detail: 'must be one of "email", "chat"' }],
+      },
+    ],
+  },
+);
+
+const Resolution = Type.Object({ outcome: Type.String(), reason: Type.String(), by: Type.String(), at: Timestamp }, { additionalProperties: true });
 
 export const AttemptSchema = Type.Object({
-  id: Type.String(),
-  seq: Type.Integer(),
+  id: Uuid('attempt id'),
+  seq: Type.Integer({ minimum: 1 }),
   provider: Type.String(),
   model: Type.String(),
-  status: OneOf(['starting', 'running', 'unknown', 'succeeded', 'failed', 'cancelled', 'discarded']),
+  status: StringEnum(['starting', 'running', 'unknown', 'succeeded', 'failed', 'cancelled', 'discarded']),
   startedAt: Timestamp,
   endedAt: Type.Optional(Timestamp),
   error: Type.Optional(Type.Object({ class: Type.String(), detail: Type.String() }, { additionalProperties: true })),
-  evidence: Type.Optional(Type.Object({}, { additionalProperties: true })),
-  resolution: Type.Optional(
-    Type.Object({ outcome: Type.String(), reason: Type.String(), by: Type.String(), at: Timestamp }, { additionalProperties: true }),
-  ),
+  evidence: Type.Optional(OpenObject('what the provider answered, kept when it broke the contract (2 KiB at most)')),
+  resolution: Type.Optional(Resolution),
 });
 
 export const EffectSchema = Type.Object({
   name: Type.String(),
-  key: Type.String(),
-  status: OneOf(['pending', 'succeeded', 'failed', 'needs_review']),
-  receipt: Type.Optional(Type.Object({}, { additionalProperties: true })),
-  error: Type.Optional(Type.Object({}, { additionalProperties: true })),
-  resolution: Type.Optional(Type.Object({ outcome: Type.String(), reason: Type.String(), by: Type.String(), at: Timestamp }, { additionalProperties: true })),
+  key: Type.String({ description: 'the idempotency key sent downstream' }),
+  status: StringEnum(['pending', 'succeeded', 'failed', 'needs_review']),
+  receipt: Type.Optional(OpenObject('what the downstream system answered, e.g. {"messageId": "..."}')),
+  error: Type.Optional(OpenObject()),
+  resolution: Type.Optional(Resolution),
   owners: Type.Optional(Type.Integer({ description: 'how many workers have held the claim; above 1 means it was recovered' })),
   updatedAt: Timestamp,
 });
@@ -49,77 +79,172 @@ export const EffectSchema = Type.Object({
 export const EventSchema = Type.Object({
   type: Type.String(),
   at: Timestamp,
-  detail: Type.Object({}, { additionalProperties: true }),
+  detail: OpenObject(),
 });
 
 export const JobSchema = Type.Object(
   {
-    id: Type.String({ format: 'uuid' }),
+    id: Uuid('job id'),
     operation: Type.String(),
     idempotencyKey: Type.String(),
     requestDigest: Type.String({ pattern: '^sha256:[0-9a-f]{64}$' }),
     schemaVersion: Type.Integer(),
-    status: OneOf(['accepted', 'running', 'awaiting_resolution', 'succeeded', 'failed', 'cancelled']),
-    result: Type.Optional(Type.Unknown()),
-    error: Type.Optional(Type.Object({ type: Type.String(), detail: Type.String() }, { additionalProperties: true })),
+    status: StringEnum(['accepted', 'running', 'awaiting_resolution', 'succeeded', 'failed', 'cancelled'], {
+      description: 'awaiting_resolution: an attempt is unknown and no new attempt may start',
+    }),
+    result: Type.Optional(Type.Unknown({ description: 'present only when status is succeeded' })),
+    error: Type.Optional(Type.Object({ type: Type.String(), detail: Type.String() }, { additionalProperties: true, description: 'present only when status is failed' })),
     attempts: Type.Array(AttemptSchema),
     effects: Type.Array(EffectSchema),
     events: Type.Array(EventSchema),
     workflowId: Type.String(),
     createdAt: Timestamp,
     updatedAt: Timestamp,
-    links: Type.Object({ self: Type.String(), temporalUi: Type.String() }),
+    links: Type.Object({ self: Type.String(), temporalUi: Type.String({ format: 'uri' }) }),
   },
-  { $id: 'Job' },
+  {
+    $id: 'Job',
+    description: 'The durable record of one intent (API.md, "The job")',
+    examples: [
+      {
+        id: '0b5c2f1e-8d7a-4c39-9e61-2f4a7d3b9c10',
+        operation: 'support.reply',
+        idempotencyKey: 'click-1',
+        requestDigest: 'sha256:4f9b1c0e6a1f8e0d3c2b5a49788c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c',
+        schemaVersion: 1,
+        status: 'succeeded',
+        result: { reply: 'Sorry to hear that. A replacement is on its way.', escalate: false, messageId: 'msg-1' },
+        attempts: [
+          {
+            id: '7a1d3e52-46c9-4b8e-a0f7-1c2d3e4f5a6b',
+            seq: 1,
+            provider: 'sim-primary',
+            model: 'sim-small',
+            status: 'succeeded',
+            startedAt: '2026-01-01T12:00:00.000Z',
+            endedAt: '2026-01-01T12:00:01.000Z',
+          },
+        ],
+        effects: [{ name: 'message.send', key: 'onceflow-0b5c2f1e-8d7a-4c39-9e61-2f4a7d3b9c10-message.send', status: 'succeeded', receipt: { messageId: 'msg-1' }, owners: 1, updatedAt: '2026-01-01T12:00:01.500Z' }],
+        events: [{ type: 'job.created', at: '2026-01-01T12:00:00.000Z', detail: {} }],
+        workflowId: 'job-support.reply-Q2xpY2sgb25jZQ',
+        createdAt: '2026-01-01T12:00:00.000Z',
+        updatedAt: '2026-01-01T12:00:01.600Z',
+        links: { self: '/v1/jobs/0b5c2f1e-8d7a-4c39-9e61-2f4a7d3b9c10', temporalUi: 'http://127.0.0.1:8233/namespaces/onceflow/workflows/job-support.reply-Q2xpY2sgb25jZQ' },
+      },
+    ],
+  },
 );
 export type JobView = Static<typeof JobSchema>;
 
+/** The body as validated; the document shows one branch per operation instead (openapi.ts). */
 export const SubmitBodySchema = Type.Object(
   {
-    operation: Type.String({ minLength: 1, maxLength: 128, description: 'a registered operation, e.g. support.reply' }),
+    operation: Text({ minLength: 1, maxLength: 128, description: 'a registered operation, e.g. support.reply' }),
     input: Type.Object({}, { additionalProperties: true, description: "validated against the operation's input schema" }),
   },
   { additionalProperties: false },
 );
 export type SubmitBody = Static<typeof SubmitBodySchema>;
 
+/** What a `not` pattern refuses in Prefer: a wait preference whose value is not 0 to 60 (jobs-routes.ts). */
+const WAIT_VALUE = '0*([0-9]|[1-5][0-9]|60)([",; \\t]|$)';
+export const PREFER_BAD_WAIT_PATTERN = `(^|[,; \\t])[Ww][Aa][Ii][Tt][ \\t]*=[ \\t]*(?![ \\t])("(?!${WAIT_VALUE})|(?!"|${WAIT_VALUE}))`;
+
+/**
+ * 1 to 255 printable ASCII characters, not starting or ending with a space
+ * (HTTP trims those, so a key could never arrive with them).
+ */
+export const IDEMPOTENCY_KEY_PATTERN = '^[\\x21-\\x7E]([\\x20-\\x7E]{0,253}[\\x21-\\x7E])?$';
+
 export const SubmitHeadersSchema = Type.Object({
-  'idempotency-key': Type.Optional(Type.String({ description: 'one per intent; 1 to 255 printable ASCII characters' })),
-  prefer: Type.Optional(Type.String({ description: 'wait=N (0 to 60): wait up to N seconds for a terminal state' })),
+  'Idempotency-Key': Type.String({
+    minLength: 1,
+    maxLength: 255,
+    pattern: IDEMPOTENCY_KEY_PATTERN,
+    description: 'one per intent, chosen by the client: 1 to 255 printable ASCII characters (no leading or trailing space); scoped by principal and operation',
+    examples: ['click-1'],
+  }),
+  Prefer: Type.Optional(
+    Type.String({
+      not: { pattern: PREFER_BAD_WAIT_PATTERN },
+      description: 'wait=N (0 to 60): wait up to N seconds for a terminal state before answering; other preferences are ignored',
+      examples: ['wait=10'],
+    }),
+  ),
 });
 
-export const JobIdParamsSchema = Type.Object({ id: Type.String({ description: 'job id' }) });
+export const JobIdParamsSchema = Type.Object({ id: Uuid('job id') });
 
 export const FindJobQuerySchema = Type.Object(
-  { operation: Type.String({ minLength: 1 }), idempotencyKey: Type.String({ minLength: 1, maxLength: 255 }) },
+  {
+    operation: Text({ minLength: 1, maxLength: 128, description: 'the operation the job was submitted for', examples: ['support.reply'] }),
+    idempotencyKey: Type.String({ minLength: 1, maxLength: 255, pattern: IDEMPOTENCY_KEY_PATTERN, description: 'the Idempotency-Key it was submitted with', examples: ['click-1'] }),
+  },
   { additionalProperties: false },
 );
 
-export const ResolutionParamsSchema = Type.Object({ id: Type.String(), attemptId: Type.String() });
+export const ResolutionParamsSchema = Type.Object({ id: Uuid('job id'), attemptId: Uuid('attempt id') });
+
+const Reason = Text({ minLength: 1, maxLength: 2000, description: 'why, for the audit record', examples: ['the provider shows no such request'] });
 
 export const ResolutionBodySchema = Type.Object(
   {
-    outcome: Type.Union([Type.Literal('failed'), Type.Literal('cancelled')]),
-    reason: Type.String({ minLength: 1, maxLength: 2000 }),
+    outcome: StringEnum(['failed', 'cancelled']),
+    reason: Reason,
   },
   { additionalProperties: false },
 );
 
-export const EffectResolutionParamsSchema = Type.Object({ id: Type.String(), name: Type.String() });
+/** Effect names: lowercase words joined by dots, dashes or underscores (message.send). */
+export const EffectNameSchema = Type.String({ pattern: '^[a-z][a-z0-9]*([._-][a-z0-9]+)*$', maxLength: 64, description: 'effect name', examples: ['message.send'] });
+
+export const EffectResolutionParamsSchema = Type.Object({ id: Uuid('job id'), name: EffectNameSchema });
+
+/** A receipt as an operator gives it: one level of scalar values, e.g. {"messageId": "m-1"}. */
+const ReceiptSchema = Type.Object(
+  {},
+  {
+    additionalProperties: Type.Union([Text({ maxLength: 2000 }), Type.Number(), Type.Boolean(), Type.Null()]),
+    propertyNames: { pattern: ACCEPTED_STRING_PATTERN, minLength: 1, maxLength: 128 },
+    maxProperties: 32,
+    description: 'what the operator found downstream, e.g. {"messageId": "..."}: names to strings, numbers, booleans or null',
+    examples: [{ messageId: 'msg-1' }],
+  },
+);
 
 export const EffectResolutionBodySchema = Type.Object(
   {
-    outcome: Type.Union([Type.Literal('succeeded'), Type.Literal('failed')]),
-    reason: Type.String({ minLength: 1, maxLength: 2000 }),
-    receipt: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'what the operator found downstream, e.g. {"messageId": "..."}' })),
+    outcome: StringEnum(['succeeded', 'failed']),
+    reason: Reason,
+    receipt: Type.Optional(ReceiptSchema),
   },
   { additionalProperties: false },
 );
 
-export const CancelBodySchema = Type.Union([
-  Type.Object({ reason: Type.Optional(Type.String({ maxLength: 2000 })) }, { additionalProperties: false }),
-  Type.Null(),
-]);
+export const CancelBodySchema = Type.Union(
+  [Type.Object({ reason: Type.Optional(Text({ maxLength: 2000, description: 'why, for the audit record', examples: ['the customer changed their mind'] })) }, { additionalProperties: false }), Type.Null()],
+  { description: 'optional: no body, null, or an object with a reason' },
+);
+
+/**
+ * Response headers. `x-required` marks a header the status always carries;
+ * the document turns it into the header's `required` (openapi.ts).
+ */
+export const ResponseHeaders = {
+  location: { type: 'string', description: 'the job: /v1/jobs/{id}', 'x-required': true },
+  idempotentReplayed: { type: 'string', enum: ['true'], description: 'present when the job already existed for this intent' },
+  preferenceApplied: { type: 'string', pattern: '^wait=[0-9]+$', description: 'present when the request asked to wait (Prefer: wait=N)' },
+  retryAfter: { type: 'string', pattern: '^[0-9]+$', description: 'seconds to wait before trying again', 'x-required': true },
+  retryAfterIfAny: { type: 'string', pattern: '^[0-9]+$', description: 'seconds to wait before trying again, when a retry may help' },
+  wwwAuthenticate: { type: 'string', enum: ['Bearer'], description: 'how to authenticate', 'x-required': true },
+  rateLimit: { type: 'string', pattern: '^[0-9]+$', description: 'the rate limit of the principal, its remaining requests, or seconds to its reset' },
+} as const;
+
+/** A JSON success response: its schema, what it means, and the headers it sends. */
+export function jsonResponse(schema: TSchema | { $ref: string }, description: string, headers?: Record<string, object>) {
+  return { description, ...(headers ? { headers } : {}), content: { 'application/json': { schema } } };
+}
 
 declare module 'fastify' {
   interface FastifyContextConfig {

@@ -1,8 +1,10 @@
 /**
  * The typed client for Onceflow's HTTP API. One key per intent: `submit`
  * takes the caller's key or makes one, and every retry of that submit (after
- * a network failure, a 5xx or a 429) carries the same key, so a retry can
- * never become a second job.
+ * a network failure, or an answer that says trying again may help: 408, 429,
+ * 502, 503, 504) carries the same key, so a retry can never become a second
+ * job. Any other answer (a 4xx, or a 500, which nothing says would go
+ * differently) is thrown at once.
  */
 import { randomUUID } from 'node:crypto';
 import type { JobView } from '../api/schemas';
@@ -18,7 +20,7 @@ export interface Problem {
   [extension: string]: unknown;
 }
 
-/** The API answered with a problem (RFC 9457) that retrying will not fix. */
+/** The API answered with a problem (RFC 9457) that retrying will not fix, or retries ran out on one. */
 export class OnceflowApiError extends Error {
   override name = 'OnceflowApiError';
   constructor(readonly status: number, readonly problem: Problem) {
@@ -34,7 +36,7 @@ export class OnceflowUnavailableError extends Error {
 export interface ClientOptions {
   baseUrl: string;
   apiKey: string;
-  /** Retries after the first try, for network failures, 5xx and 429. Default 4. */
+  /** Retries after the first try, for network failures, 408, 429, 502, 503 and 504. Default 4. */
   maxRetries?: number;
   /** First backoff; doubles each retry, with full jitter. Default 200 ms. */
   backoffMs?: number;
@@ -60,6 +62,9 @@ export interface Submitted {
 
 const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
 
+/** Statuses that say the same request may succeed later: a timeout, a limit, a gateway or a dependency away. */
+const RETRYABLE_STATUSES = new Set([408, 429, 502, 503, 504]);
+
 export class OnceflowClient {
   private readonly fetch: typeof fetch;
   private readonly sleep: (ms: number) => Promise<void>;
@@ -73,7 +78,7 @@ export class OnceflowClient {
 
   /**
    * Submits an intent; retries carry the same Idempotency-Key.
-   * @throws OnceflowApiError for 4xx answers other than 429 (bad input, 409 key reused).
+   * @throws OnceflowApiError for answers retrying will not fix (bad input, 409 key reused, 500).
    * @throws OnceflowUnavailableError when retries run out.
    */
   async submit(operation: string, input: Record<string, unknown>, opts: SubmitOptions = {}): Promise<Submitted> {
@@ -126,12 +131,12 @@ export class OnceflowClient {
         if (response.ok) return response;
         const problem = (await response.json().catch(() => ({ type: 'about:blank', title: response.statusText, status: response.status, detail: '' }))) as Problem;
         const error = new OnceflowApiError(response.status, problem);
-        if (response.status !== 429 && response.status < 500) throw error;
+        if (!RETRYABLE_STATUSES.has(response.status)) throw error;
         lastFailure = error;
         const retryAfter = Number(response.headers.get('retry-after'));
         if (Number.isFinite(retryAfter) && retryAfter > 0) retryAfterMs = retryAfter * 1000;
       } catch (err) {
-        if (err instanceof OnceflowApiError && err.status !== 429 && err.status < 500) throw err;
+        if (err instanceof OnceflowApiError && !RETRYABLE_STATUSES.has(err.status)) throw err;
         lastFailure = err;
       }
       if (attempt < maxRetries) await this.sleep(retryAfterMs ?? this.backoff(attempt));

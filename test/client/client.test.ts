@@ -66,6 +66,59 @@ describe('the typed client', () => {
     await expect(reuse).rejects.toBeInstanceOf(OnceflowApiError);
   });
 
+  it('does not retry a 500: an unexpected failure is not known to pass', async () => {
+    // Arrange
+    let calls = 0;
+    const failing: typeof fetch = async () => {
+      calls++;
+      return new Response(JSON.stringify({ type: 'x', title: 'Internal error', status: 500, detail: 'bug' }), { status: 500 });
+    };
+    const client = new OnceflowClient({ baseUrl, apiKey: KEYS.alice, fetch: failing, sleep: noSleep });
+
+    // Act
+    const result = client.submit('support.reply', input);
+
+    // Assert
+    await expect(result).rejects.toMatchObject({ name: 'OnceflowApiError', status: 500 });
+    expect(calls).toBe(1);
+  });
+
+  it.each([408, 429, 502, 503, 504])('retries a %i with the same key', async (status) => {
+    // Arrange
+    const keys: Array<string | null> = [];
+    const flaky: typeof fetch = async (url, init) => {
+      keys.push(new Headers(init?.headers).get('idempotency-key'));
+      if (keys.length === 1) return new Response(JSON.stringify({ type: 'x', title: 'x', status, detail: 'x' }), { status });
+      return fetch(url, init);
+    };
+    const client = new OnceflowClient({ baseUrl, apiKey: KEYS.alice, fetch: flaky, sleep: noSleep });
+
+    // Act
+    const submitted = await client.submit('support.reply', input);
+
+    // Assert
+    expect(keys).toHaveLength(2);
+    expect(keys[1]).toBe(keys[0]);
+    expect(submitted.job.idempotencyKey).toBe(keys[0]);
+  });
+
+  it('does not retry bytes the server refuses: NUL in the input is a 400 at the first try', async () => {
+    // Arrange
+    let calls = 0;
+    const counting: typeof fetch = async (url, init) => {
+      calls++;
+      return fetch(url, init);
+    };
+    const client = new OnceflowClient({ baseUrl, apiKey: KEYS.alice, fetch: counting, sleep: noSleep });
+
+    // Act
+    const result = client.submit('support.reply', { ...input, customerMessage: 'a\u0000b' });
+
+    // Assert
+    await expect(result).rejects.toMatchObject({ name: 'OnceflowApiError', status: 400, problem: { errors: [{ pointer: '/input/customerMessage' }] } });
+    expect(calls).toBe(1);
+  });
+
   it('waits for the result', async () => {
     const client = new OnceflowClient({ baseUrl, apiKey: KEYS.alice });
     const { job } = await client.submit('support.reply', input);

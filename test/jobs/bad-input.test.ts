@@ -67,6 +67,27 @@ describe('bad input to POST /v1/jobs', () => {
     expect(await jobCount()).toBe(before);
   });
 
+  it.each([
+    ['__proto__ inside the input', '{"operation":"support.reply","input":{"ticketId":"T-1","customerMessage":"Hello","channel":"chat","__proto__":{"isAdmin":true}}}', '/input/__proto__'],
+    ['__proto__ at the top', '{"__proto__":{"isAdmin":true},"operation":"support.reply","input":{}}', '/__proto__'],
+    ['a constructor with a prototype', '{"operation":"support.reply","input":{"constructor":{"prototype":{"isAdmin":true}}}}', '/input/constructor'],
+  ])('refuses %s with 400 naming the forbidden key, not calling the body malformed JSON', async (_name, payload, pointer) => {
+    // Arrange
+    const before = await jobCount();
+
+    // Act
+    const response = await post({ payload });
+
+    // Assert
+    expect(response.statusCode).toBe(400);
+    expect(response.headers['content-type']).toMatch(/^application\/problem\+json/);
+    const problem = response.json();
+    expect(problem.type).not.toMatch(/malformed-json$/);
+    expect(problem.detail).not.toMatch(/not valid JSON/i);
+    expect(problem.errors).toEqual([{ pointer, detail: expect.stringMatching(/forbidden key/) }]);
+    expect(await jobCount()).toBe(before);
+  });
+
   it('tells a client without a key how to authenticate', async () => {
     const response = await post({ headers: { authorization: '' } });
     expect(response.headers['www-authenticate']).toBe('Bearer');

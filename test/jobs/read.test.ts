@@ -67,8 +67,10 @@ describe('reading jobs', () => {
     expect(response.json().id).toBe(created.id);
   });
 
-  it('answers 404 for an id that is not a job id', async () => {
-    expect((await get('/v1/jobs/not-a-uuid', KEYS.alice)).statusCode).toBe(404);
+  it('answers 400 naming the id for an id that is not a UUID, as the document says (format: uuid)', async () => {
+    const response = await get('/v1/jobs/not-a-uuid', KEYS.alice);
+    expect(response.statusCode).toBe(400);
+    expect(response.json().errors.map((e: { pointer: string }) => e.pointer)).toEqual(['/id']);
   });
 
   it('answers 400 for a scope lookup without its parameters', async () => {
