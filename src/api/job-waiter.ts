@@ -44,10 +44,15 @@ export class JobWaiter {
     await new Promise<void>((resolve) => {
       const wakers = this.waiting.get(jobId) ?? new Set<() => void>();
       this.waiting.set(jobId, wakers);
+      let finished = false;
+      // Woken once only (the announcement, the timeout and the request's own look may all fire),
+      // and the map entry goes only while it is still this set: another request's wait must stay.
       const done = (): void => {
+        if (finished) return;
+        finished = true;
         clearTimeout(timer);
         wakers.delete(done);
-        if (wakers.size === 0) this.waiting.delete(jobId);
+        if (wakers.size === 0 && this.waiting.get(jobId) === wakers) this.waiting.delete(jobId);
         resolve();
       };
       const timer = setTimeout(done, timeoutMs);
