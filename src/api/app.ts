@@ -3,18 +3,9 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import type { Pool } from 'pg';
-import type { OnceflowConfig } from '../config';
-import type { Metrics } from '../metrics/metrics';
-import type { OperationRegistry } from '../operations/registry';
-import type { WorkflowTarget } from '../temporal/starter';
 import { authenticateRequest, KeyRing, type Principal } from './auth';
-import type { JobWaiter } from './job-waiter';
 import { registerJobCommandRoutes, registerJobRoutes } from './jobs-routes';
 import { registerProviderRoutes } from './providers-routes';
-import type { ProviderAdapter } from '../providers/types';
-import type { RouteStep } from '../temporal/contract';
-import type { GateSettings } from '../contracts/eligibility';
 import { ProblemError, ProblemType } from './problems';
 import { JobSchema, ProblemSchema } from './schemas';
 import { ALWAYS_POSSIBLE, finishDocument, problemResponse } from './openapi';
@@ -25,6 +16,7 @@ import { frameworkProblem, handleClientError, installErrorHandler, sendProblem }
 import { installJsonBodyParser } from './json-body';
 import { RouteMethods } from './methods';
 import { STRING_RULE } from './strings';
+import type { ApiDeps } from './deps';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -32,40 +24,8 @@ declare module 'fastify' {
   }
 }
 
-export interface ApiDeps {
-  config: Pick<OnceflowConfig, 'api' | 'keys' | 'temporal' | 'logLevel' | 'contracts' | 'attempts'>;
-  db: Pool;
-  workflows: WorkflowTarget;
-  operations: OperationRegistry;
-  metrics: Metrics;
-  waiter: JobWaiter;
-  /** What the provider routes need: adapters, routes, the failover gate, verification settings. */
-  contracts: {
-    providers: ReadonlyMap<string, ProviderAdapter>;
-    routeFor(operation: string): RouteStep[];
-    gate: GateSettings;
-    samples: number;
-    timeoutMs: number;
-  };
-  /** Readiness of Temporal: resolves when reachable. */
-  temporalReady: () => Promise<void>;
-  logger?: boolean;
-}
-
-/** The contracts part of ApiDeps, from configuration and the provider adapters. */
-export function apiContracts(
-  config: Pick<OnceflowConfig, 'contracts' | 'attempts'>,
-  providers: ReadonlyMap<string, ProviderAdapter>,
-  routeFor: (operation: string) => RouteStep[],
-): ApiDeps['contracts'] {
-  return {
-    providers,
-    routeFor,
-    gate: { maxAgeMs: config.contracts.maxAgeMs, demotion: config.contracts.demotion },
-    samples: config.contracts.samples,
-    timeoutMs: config.attempts.timeoutMs,
-  };
-}
+export type { ApiDeps } from './deps';
+export { apiContracts } from './deps';
 
 export type App = FastifyInstance<any, any, any, any, TypeBoxTypeProvider>;
 

@@ -1,10 +1,10 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { admit, WorkflowStartError } from '../jobs/admission';
+import { admit, WorkflowStartError } from '../admission/admit';
 import { isTerminal } from '../jobs/status';
 import { loadJobDetailsById, loadJobDetailsByScope, type JobDetails } from '../ledger/job-details';
 import { getJob, IdempotencyKeyReusedError, type JobRecord } from '../ledger/jobs';
-import type { ApiDeps } from './app';
+import type { ApiDeps } from './deps';
 import type { Principal } from './auth';
 import { renderJob } from './job-view';
 import { refuseDuplicateHeader } from './edge-guards';

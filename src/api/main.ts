@@ -2,8 +2,8 @@
 import { loadConfig } from '../config';
 import { migrate } from '../db/migrate';
 import { assertReachable, createPool } from '../db/pool';
-import { runMain } from '../stack/main-helpers';
-import { startApi } from '../stack/services';
+import { runMain } from '../process/run-main';
+import { startApi } from './start';
 
 runMain('api', async () => {
   const config = loadConfig();

@@ -5,7 +5,7 @@ import { eligibility } from '../contracts/eligibility';
 import { templateHash } from '../contracts/prompt';
 import { verifyContracts } from '../contracts/verify';
 import { latestVerification } from '../ledger/contracts';
-import type { ApiDeps } from './app';
+import type { ApiDeps } from './deps';
 import { notFound, ProblemError, ProblemType } from './problems';
 import { jsonResponse, StringEnum } from './schemas';
 

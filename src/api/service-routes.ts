@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import type { ApiDeps } from './app';
+import type { ApiDeps } from './deps';
 import { ProblemError, ProblemType } from './problems';
 import { jsonResponse, StringEnum } from './schemas';
 

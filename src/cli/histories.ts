@@ -7,7 +7,7 @@
 import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { loadConfig } from '../config';
-import { installTemporalRuntime } from '../stack/services';
+import { installTemporalRuntime } from '../temporal/connect';
 import { collectHistories, listHistories, replayHistories } from '../temporal/histories';
 
 export const HISTORIES_USAGE = 'usage: onceflow histories collect --out DIR [--limit N] | onceflow histories replay DIR...';

@@ -14,7 +14,7 @@ import { verifyContracts } from '../contracts/verify';
 import { migrate } from '../db/migrate';
 import { assertReachable, createPool } from '../db/pool';
 import { createRegistry } from '../operations/registry';
-import { loadProviders } from '../stack/services';
+import { loadProviders } from '../providers/load';
 import { HISTORIES_USAGE, historiesCommand } from './histories';
 
 const USAGE = `usage: onceflow contracts verify [--operation NAME] [--provider NAME] [--samples N]\n       ${HISTORIES_USAGE.replace('usage: ', '')}`;

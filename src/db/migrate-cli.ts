@@ -1,5 +1,5 @@
 /** `npm run migrate`: applies pending migrations to DATABASE_URL. */
-import { runMain } from '../stack/main-helpers';
+import { runMain } from '../process/run-main';
 import { migrate } from './migrate';
 import { assertReachable, createPool } from './pool';
 

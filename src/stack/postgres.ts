@@ -3,7 +3,7 @@ import { chmodSync, existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { Client } from 'pg';
-import { projectRoot } from './paths';
+import { projectRoot } from '../paths';
 import { assertPortFree } from './temporal-dev';
 
 export interface RunningPostgres {

@@ -3,7 +3,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { parse } from 'yaml';
-import { projectRoot } from './paths';
+import { projectRoot } from '../paths';
 
 /** temporal-dev.yaml, parsed and checked. */
 export interface TemporalDevConfig {

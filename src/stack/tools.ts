@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { accessSync, constants, existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { projectRoot, toolsDir } from './paths';
+import { projectRoot, toolsDir } from '../paths';
 
 /**
  * Where the Temporal servers come from. Each is resolved in one order:

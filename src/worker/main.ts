@@ -3,9 +3,9 @@ import { loadConfig } from '../config';
 import { createMetrics } from '../metrics/metrics';
 import { migrate } from '../db/migrate';
 import { assertReachable, createPool } from '../db/pool';
-import { runMain } from '../stack/main-helpers';
+import { runMain } from '../process/run-main';
 import { serveMetrics } from '../stack/metrics-server';
-import { startWorker } from '../stack/services';
+import { startWorker } from './start';
 
 runMain('worker', async () => {
   const config = loadConfig();

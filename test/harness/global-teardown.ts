@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { dataDir } from '../../src/stack/paths';
+import { dataDir } from '../../src/paths';
 import { collectHistories } from '../../src/temporal/histories';
 import { readHarnessState } from './state';
 

@@ -3,7 +3,7 @@ import { SimPortInUseError, startSimStack, type SimStack } from '../../src/sim/s
 import { simStackOptionsFromEnv } from '../../src/sim/main';
 import { loadConfig } from '../../src/config';
 import { createRegistry } from '../../src/operations/registry';
-import { loadProviders } from '../../src/stack/services';
+import { loadProviders } from '../../src/providers/load';
 import { getJson, postChat } from './sim-client';
 
 /** Holds a loopback port so the simulators cannot bind it. */

@@ -1,7 +1,7 @@
 import path from 'node:path';
 
-/** The project's root folder: the same from `src/stack` (tsx, jest) and `dist/stack` (node). */
-export const projectRoot = path.resolve(__dirname, '..', '..');
+/** The project's root folder: the same from `src` (tsx, jest) and `dist` (node). */
+export const projectRoot = path.resolve(__dirname, '..');
 
 /** Ignored folder for built or fetched tools (Temporal CLI, test-server jars). */
 export const toolsDir = path.join(projectRoot, '.tools');

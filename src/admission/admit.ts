@@ -2,9 +2,9 @@ import type { Pool } from 'pg';
 import { loadJobDetailsById, loadJobDetailsByScope, newJobDetails, type JobDetails } from '../ledger/job-details';
 import { admitJob, IdempotencyKeyReusedError, type JobRecord } from '../ledger/jobs';
 import { startOrAttachJobWorkflow, type WorkflowTarget } from '../temporal/starter';
-import { requestDigest } from './digest';
-import { jobWorkflowId, type JobScope } from './scope';
-import { isTerminal } from './status';
+import { requestDigest } from '../jobs/digest';
+import { jobWorkflowId, type JobScope } from '../jobs/scope';
+import { isTerminal } from '../jobs/status';
 
 export interface Intent extends JobScope {
   schemaVersion: number;

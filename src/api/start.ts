@@ -1,0 +1,58 @@
+import type { AddressInfo } from 'node:net';
+import { Client } from '@temporalio/client';
+import type { Pool } from 'pg';
+import type { OnceflowConfig } from '../config';
+import { createMetrics, type Metrics } from '../metrics/metrics';
+import { createRegistry } from '../operations/registry';
+import { loadProviders } from '../providers/load';
+import { connectTemporal } from '../temporal/connect';
+import { apiContracts, buildApp, type App } from './app';
+import { JobWaiter } from './job-waiter';
+
+export interface RunningApi {
+  app: App;
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Builds the API on its dependencies and listens on config.api. */
+export async function startApi(config: OnceflowConfig, db: Pool, metrics: Metrics = createMetrics({ defaultMetrics: true })): Promise<RunningApi> {
+  if (!config.databaseUrl) throw new Error('DATABASE_URL is required');
+  const connection = await connectTemporal(config.temporal.address);
+  const client = new Client({ connection, namespace: config.temporal.namespace });
+  const waiter = new JobWaiter(config.databaseUrl);
+  const operations = createRegistry();
+  const { providers, routeFor: route } = await loadProviders(config, operations);
+  const app = await buildApp({
+    config,
+    db,
+    workflows: { client, taskQueue: config.temporal.taskQueue, searchAttributes: true },
+    operations,
+    contracts: apiContracts(config, providers, route),
+    metrics,
+    waiter,
+    temporalReady: async () => {
+      await connection.workflowService.getSystemInfo({});
+    },
+  });
+  try {
+    await app.listen({ host: config.api.host, port: config.api.port });
+  } catch (err) {
+    await app.close();
+    await waiter.close();
+    await connection.close();
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new Error(code === 'EADDRINUSE' ? `port ${config.api.port} is busy; set ONCEFLOW_API_PORT` : `the API cannot listen: ${(err as Error).message}`);
+  }
+  return {
+    app,
+    // The bound port: ONCEFLOW_API_PORT=0 takes a free one.
+    url: `http://${config.api.host}:${(app.server.address() as AddressInfo).port}`,
+    async close() {
+      await app.close();
+      await waiter.close();
+      await connection.close();
+    },
+  };
+}
+

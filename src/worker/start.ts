@@ -1,0 +1,53 @@
+import { Client } from '@temporalio/client';
+import { NativeConnection, type Worker } from '@temporalio/worker';
+import type { Pool } from 'pg';
+import { createActivities } from '../activities';
+import type { OnceflowConfig } from '../config';
+import { createMetrics, type Metrics } from '../metrics/metrics';
+import { createRegistry } from '../operations/registry';
+import { loadProviders } from '../providers/load';
+import { connectTemporal, installTemporalRuntime } from '../temporal/connect';
+import { ensureRetentionSchedule, ensureSweeperSchedule } from '../temporal/schedules';
+import { buildActivityDeps } from './activity-deps';
+import { createWorker } from './worker';
+
+export interface RunningWorker {
+  worker: Worker;
+  close(): Promise<void>;
+}
+
+/** Starts a worker polling config.temporal.taskQueue; close() drains it. */
+export async function startWorker(config: OnceflowConfig, db: Pool, metrics: Metrics = createMetrics({ defaultMetrics: true })): Promise<RunningWorker> {
+  installTemporalRuntime();
+  const operations = createRegistry();
+  const { providers, routeFor: route } = await loadProviders(config, operations);
+  let connection: NativeConnection;
+  try {
+    connection = await NativeConnection.connect({ address: config.temporal.address });
+  } catch (err) {
+    throw new Error(`Temporal at ${config.temporal.address} is not reachable (${(err as Error).message}); check TEMPORAL_ADDRESS`);
+  }
+  // The worker's own client: the sweeper starts job workflows with it, and it keeps the Schedules up to date.
+  const clientConnection = await connectTemporal(config.temporal.address);
+  const client = new Client({ connection: clientConnection, namespace: config.temporal.namespace });
+  const workflows = { client, taskQueue: config.temporal.taskQueue, searchAttributes: true };
+  const worker = await createWorker({
+    connection,
+    namespace: config.temporal.namespace,
+    taskQueue: config.temporal.taskQueue,
+    stickyQueueTimeoutMs: config.temporal.stickyQueueTimeoutMs,
+    activities: createActivities(buildActivityDeps({ db, metrics, config, operations, providers, routeFor: route, workflows })),
+  });
+  const running = worker.run();
+  await ensureRetentionSchedule(client, { taskQueue: config.temporal.taskQueue, retentionDays: config.retentionDays });
+  await ensureSweeperSchedule(client, { taskQueue: config.temporal.taskQueue });
+  return {
+    worker,
+    async close() {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await running;
+      await connection.close();
+      await clientConnection.close();
+    },
+  };
+}
