@@ -2,12 +2,13 @@ import { Context } from '@temporalio/activity';
 import { checkOutput } from '../contracts/output';
 import { checkRender } from '../contracts/render-check';
 import { isTerminal } from '../jobs/status';
-import { AttemptStatus, commitAttemptResult, failAttempt, getAttempt, markAttemptRunning, markAttemptUnknown, noteEvidence, type AttemptRecord } from '../ledger/attempts';
+import { AttemptStatus, commitAttemptResult, type CommitOutcome, failAttempt, getAttempt, markAttemptRunning, markAttemptUnknown, noteEvidence, type AttemptRecord } from '../ledger/attempts';
 import { listEffects } from '../ledger/effects';
 import { getJob, getJobInput } from '../ledger/jobs';
 import { ProviderCallError, type CallFailure } from '../providers/types';
 import type { AttemptReport } from '../temporal/contract';
 import type { ActivityDeps } from './deps';
+import { effectCallOfThisActivity } from './effect-call';
 
 /** Heartbeats for the whole life of an activity, from its first line: a live worker is never taken for a lost one. */
 function startHeartbeat(heartbeatTimeoutMs: number): () => void {
@@ -39,7 +40,7 @@ export function createAttemptActivities(deps: ActivityDeps) {
    * result slot by compare-and-swap. `from` is the status the attempt must
    * still be in for a violation to fail it.
    */
-  async function settleAnswer(attempt: AttemptRecord, from: AttemptStatus, content: string): Promise<void> {
+  async function settleAnswer(attempt: AttemptRecord, from: AttemptStatus, content: string): Promise<CommitOutcome | 'violation'> {
     const operation = deps.operations.get(attempt.operation);
     if (!operation) throw new Error(`operation ${attempt.operation} is not registered`);
     const check = checkOutput(operation, content);
@@ -51,12 +52,34 @@ export function createAttemptActivities(deps: ActivityDeps) {
         evidence: { violations: check.violations, output: check.excerpt },
       });
       if (failed) metrics.attemptOutcomes.inc({ operation: attempt.operation, provider: attempt.provider, status: 'failed', class: 'contract_violation' });
-      return;
+      return 'violation';
     }
     // With effects to run, the job is not done yet: its result waits for their receipts.
     const committed = await commitAttemptResult(db, attempt.id, check.output, { terminal: !operation.effects?.length });
     if (committed !== 'succeeded') metrics.lateResultsDiscarded.inc({ operation: attempt.operation, provider: attempt.provider });
     metrics.attemptOutcomes.inc({ operation: attempt.operation, provider: attempt.provider, status: committed === 'late' ? 'late' : committed, class: '' });
+    return committed;
+  }
+
+  /**
+   * The winner's effects, in this same execution: each claimed in the ledger
+   * first, so only this execution performs it (invariant 7); the last one's
+   * settlement is the job's terminal write. Whatever is left (an ambiguous
+   * answer, a fault, no time left) the workflow's effect steps carry on from
+   * the ledger.
+   */
+  async function performEffectsOfWinner(jobId: string, operationName: string): Promise<void> {
+    const call = effectCallOfThisActivity();
+    for (const name of deps.operations.get(operationName)?.effects ?? []) {
+      if (call.deadlineMs !== undefined && Date.now() + deps.effectTimeoutMs > call.deadlineMs) return;
+      try {
+        const state = await deps.effects.perform(jobId, name, call);
+        if (state.status !== 'succeeded') return;
+      } catch (err) {
+        Context.current().log.warn('effect left to the workflow', { jobId, effect: name, error: (err as Error).message });
+        return;
+      }
+    }
   }
 
   async function recordFailure(attempt: AttemptRecord, failure: CallFailure): Promise<void> {
@@ -76,6 +99,8 @@ export function createAttemptActivities(deps: ActivityDeps) {
     /**
      * Sends one attempt's request to its provider: no retries here (a retry is
      * a new attempt). Classifies what happened and writes it to the ledger;
+     * when the answer wins the job's result slot, runs the job's effects in
+     * the same execution (one activity for the whole happy path).
      * every write is a compare-and-swap on the status it leaves, and an answer
      * enters the job only through the result slot's compare-and-swap, so a
      * zombie of this activity, finishing after Temporal gave up on it, changes
@@ -121,7 +146,7 @@ export function createAttemptActivities(deps: ActivityDeps) {
           return reportOf(attemptId);
         }
         // A ledger error from here on fails this activity; the ledger then finds the attempt running and makes it unknown.
-        await settleAnswer(attempt, AttemptStatus.running, answer.content);
+        if ((await settleAnswer(attempt, AttemptStatus.running, answer.content)) === 'succeeded') await performEffectsOfWinner(attempt.jobId, attempt.operation);
         return reportOf(attemptId);
       } finally {
         stopHeartbeat();

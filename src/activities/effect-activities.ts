@@ -1,23 +1,8 @@
-import { ApplicationFailure, Context } from '@temporalio/activity';
-import { EffectNotConfiguredError, type EffectCall, type EffectState } from '../effects/runner';
+import { ApplicationFailure } from '@temporalio/activity';
+import { EffectNotConfiguredError, type EffectState } from '../effects/runner';
 import { FailureType } from '../temporal/contract';
 import type { ActivityDeps } from './deps';
-
-/**
- * This activity execution as an effect's owner: the workflow run, the
- * activity and its try, so no two executions (nor two runs of one workflow)
- * ever share a claim. Its deadline is the activity's own timeout.
- */
-function thisCall(): EffectCall {
-  const context = Context.current();
-  const { info } = context;
-  return {
-    owner: `${info.workflowExecution?.workflowId ?? '-'}/${info.workflowExecution?.runId ?? '-'}/${info.activityId}#${info.attempt}`,
-    signal: context.cancellationSignal,
-    // Called as the activity starts: its start-to-close timeout counts from about now.
-    deadlineMs: info.startToCloseTimeoutMs ? Date.now() + info.startToCloseTimeoutMs : undefined,
-  };
-}
+import { effectCallOfThisActivity as thisCall } from './effect-call';
 
 /** A missing adapter is final, and nothing was claimed: the workflow decides (never a hidden retry). */
 async function notConfiguredIsFinal<T>(run: () => Promise<T>): Promise<T> {

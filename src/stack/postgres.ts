@@ -11,6 +11,8 @@ export interface RunningPostgres {
   adminUrl: string;
   /** Connection string of the named application database (created if missing). */
   url: string;
+  /** The server's process id (its backends are its children). */
+  pid?: number;
   stop(): Promise<void>;
 }
 
@@ -191,7 +193,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
     await stop();
     throw failed(new Error(`${(err as Error).message}${output.trim() ? `: ${output.trim().split('\n').slice(-3).join(' | ')}` : ''}`));
   }
-  return { adminUrl, url: `${base}/${opts.database}`, stop };
+  return { adminUrl, url: `${base}/${opts.database}`, pid: server.pid, stop };
 }
 
 /** Connects once the server accepts connections. @throws Error when it exits first or timeoutMs passes. */

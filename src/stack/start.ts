@@ -14,7 +14,7 @@ import { assertReachable, createPool, redactUrl } from '../db/pool';
 import { SIM_PORT_ENV, SimPortInUseError, simStackOptionsFromEnv, startSimStack } from '../sim/main';
 import { createMetrics } from '../metrics/metrics';
 import { runMain, throwIfInterrupted } from '../process/run-main';
-import { serveMetrics } from './metrics-server';
+import { serveMetrics } from '../metrics/server';
 import { dataDir, projectRoot } from '../paths';
 import { startEmbeddedPostgres } from './postgres';
 import { startApi } from '../api/start';

@@ -4,7 +4,7 @@ import { createMetrics } from '../metrics/metrics';
 import { migrate } from '../db/migrate';
 import { assertReachable, createPool } from '../db/pool';
 import { runMain } from '../process/run-main';
-import { serveMetrics } from '../stack/metrics-server';
+import { serveMetrics } from '../metrics/server';
 import { startWorker } from './start';
 
 runMain('worker', async () => {

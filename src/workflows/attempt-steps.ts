@@ -8,14 +8,15 @@ import { ledger } from './ledger-proxy';
 const CALL_GRACE_MS = 5_000;
 
 /**
- * Sends an open attempt. No hidden retry: a retry is a new attempt. When the
- * call does not report back (its worker was lost, it overran), the answer is
- * undefined and the ledger decides what that means at the next step
- * (not sent → failed; sent → unknown).
+ * Sends an open attempt; when it wins, the same activity runs the job's
+ * effects (each claimed first). No hidden retry: a retry is a new attempt.
+ * When the call does not report back (its worker was lost, it overran), the
+ * answer is undefined and the ledger decides what that means at the next
+ * step (not sent → failed; sent → unknown; won → the effects it left).
  */
 export async function callAttempt(attemptId: string, timings: JobTimings): Promise<AttemptReport | undefined> {
   const provider = proxyActivities<Activities>({
-    startToCloseTimeout: timings.attemptTimeoutMs + CALL_GRACE_MS,
+    startToCloseTimeout: timings.attemptTimeoutMs + CALL_GRACE_MS + timings.effectTimeoutMs,
     heartbeatTimeout: timings.heartbeatTimeoutMs,
     retry: { maximumAttempts: 1 },
   });

@@ -16,6 +16,8 @@ import { ledger } from './ledger-proxy';
 export async function jobWorkflow(input: JobWorkflowInput): Promise<string> {
   const run = startJobRun(input);
   for (;;) {
+    // A wake-up from before this look is answered by it: only later ones may cut a wait short.
+    run.beforeLook();
     // The attempt id is the workflow's own, so a retried step finds the attempt it opened.
     const step = await ledger.advanceJob({ jobId: input.jobId, attemptId: uuid4() });
     let terminal: string | undefined;

@@ -1,0 +1,119 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { Client } from 'pg';
+import { startEmbeddedPostgres } from '../src/stack/postgres';
+import { freePort, loadTemporalDevConfig, startDevServer } from '../src/stack/temporal-dev';
+import { resolveTemporalCli } from '../src/stack/tools';
+
+export const root = path.resolve(__dirname, '..');
+
+export interface Service {
+  proc: ChildProcess;
+  /** The line of output that matched the ready pattern. */
+  ready: RegExpMatchArray;
+  /** Every line printed up to and with that one. */
+  lines: string[];
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a process and waits for a line of its stdout matching `ready`.
+ * @throws Error when it exits first or does not get ready in time.
+ */
+export function startService(command: string, args: string[], env: NodeJS.ProcessEnv, ready: RegExp, timeoutMs = 60_000): Promise<Service> {
+  const proc = spawn(command, args, { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const stop = (): Promise<void> =>
+    new Promise((resolve) => {
+      if (proc.exitCode !== null || proc.signalCode !== null) return resolve();
+      proc.once('exit', () => resolve());
+      proc.kill('SIGTERM');
+      setTimeout(() => proc.kill('SIGKILL'), 10_000).unref();
+    });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      void stop();
+      reject(new Error(`${args.join(' ')} was not ready in ${timeoutMs} ms`));
+    }, timeoutMs);
+    const seen: string[] = [];
+    const lines = createInterface({ input: proc.stdout! });
+    lines.on('line', (line) => {
+      seen.push(line);
+      const match = ready.exec(line);
+      if (!match) return;
+      clearTimeout(timer);
+      lines.removeAllListeners('line');
+      // Read on, so the process never blocks on a full pipe.
+      lines.on('line', () => undefined);
+      resolve({ proc, ready: match, lines: seen, stop });
+    });
+    proc.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${args.join(' ')} exited with ${code} before it was ready`));
+    });
+  });
+}
+
+export interface Infra {
+  /** Base connection string of the PostgreSQL server (no database). */
+  serverUrl: string;
+  pgPid(): number[];
+  temporal: { address: string; namespace: string; pid(): number[] };
+  sims: { primaryUrl: string; backupUrl: string; downstreamUrl: string; pid(): number[] };
+  /** A fresh database on the server, by name. */
+  createDatabase(name: string): Promise<string>;
+  stop(): Promise<void>;
+}
+
+/** The shared parts of every benchmark: PostgreSQL, the Temporal dev server and the simulators, each a process of its own. */
+export async function startInfra(log: (line: string) => void): Promise<Infra> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'onceflow-bench-'));
+  chmodSync(dir, 0o755);
+  const stops: Array<() => Promise<void>> = [];
+  try {
+    log('starting PostgreSQL, the Temporal dev server and the simulators …');
+    const pg = await startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port: await freePort(), database: 'postgres', persistent: false });
+    stops.push(pg.stop);
+    const cli = await resolveTemporalCli({ build: true, log });
+    if (!cli) throw new Error('no Temporal CLI (run npm run tools -- ensure)');
+    const temporal = await startDevServer(cli.path, { ...loadTemporalDevConfig(), port: await freePort(), ui: false, dbFilename: undefined }, log);
+    stops.push(temporal.stop);
+    const sims = await startService(
+      process.execPath,
+      [path.join(root, 'dist', 'sim', 'main.js')],
+      { ...process.env, SIM_PRIMARY_PORT: '0', SIM_BACKUP_PORT: '0', SIM_DOWNSTREAM_PORT: '0' },
+      /sim-downstream listening on (\S+)/,
+    );
+    stops.push(sims.stop);
+    const urlOf = (name: string): string => {
+      const line = sims.lines.find((l) => l.startsWith(`${name} listening on `));
+      if (!line) throw new Error(`the simulators did not say where ${name} listens`);
+      return line.slice(`${name} listening on `.length).trim();
+    };
+    const urls = { primaryUrl: urlOf('sim-primary'), backupUrl: urlOf('sim-backup'), downstreamUrl: urlOf('sim-downstream') };
+    const serverUrl = pg.adminUrl.replace(/\/postgres$/, '');
+    return {
+      serverUrl,
+      pgPid: () => (pg.pid ? [pg.pid] : []),
+      temporal: { address: temporal.address, namespace: temporal.namespace, pid: () => (temporal.process?.pid ? [temporal.process.pid] : []) },
+      sims: { ...urls, pid: () => (sims.proc.pid ? [sims.proc.pid] : []) },
+      async createDatabase(name) {
+        const admin = new Client({ connectionString: pg.adminUrl });
+        await admin.connect();
+        await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+        await admin.query(`CREATE DATABASE ${name}`);
+        await admin.end();
+        return `${serverUrl}/${name}`;
+      },
+      async stop() {
+        for (const stop of stops.reverse()) await stop().catch(() => undefined);
+      },
+    };
+  } catch (err) {
+    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+    throw err;
+  }
+}
+
