@@ -139,7 +139,7 @@ function drawAnchor(rng: Prng): { anchor: Anchor; offsetMs: number } {
     ['effect-claimed', 15],
   ]);
   // Right after a winning attempt is where a lost worker hurts most (issue 9, hole 6).
-  const offsetMs = anchor === 'submit' ? rng.int(0, 3_000) : anchor === 'attempt-won' ? rng.int(0, 200) : rng.int(0, 600);
+  const offsetMs = anchor === 'submit' ? rng.int(0, 1_500) : anchor === 'attempt-won' ? rng.int(0, 200) : rng.int(0, 600);
   return { anchor, offsetMs };
 }
 
@@ -216,8 +216,8 @@ export function drawPlan(runSeed: number, trial: number, runTag: string): TrialP
   if (race.kind !== 'none' && processFault.kind !== 'none') processFault = { kind: 'none' };
   if (processFault.kind !== 'none') {
     // Widen the windows a process fault can land in.
-    if (primary.kind === 'ok' && rng.chance(0.5)) primary = { kind: 'delay', ms: rng.int(200, AT - 500) };
-    if (sink.kind === 'ok' && rng.chance(0.5)) sink = { kind: 'delay', ms: rng.int(100, SETTINGS.effectCallTimeoutMs - 100) };
+    if (primary.kind === 'ok' && rng.chance(0.7)) primary = { kind: 'delay', ms: rng.int(200, AT - 500) };
+    if (sink.kind === 'ok' && rng.chance(0.7)) sink = { kind: 'delay', ms: rng.int(100, SETTINGS.effectCallTimeoutMs - 100) };
   }
   const burst = rng.weighted<number>([
     [1, 30],

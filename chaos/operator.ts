@@ -21,7 +21,7 @@ export interface SettleResult {
   effectResolutions: number;
 }
 
-export async function settle(scope: TrialScope, outcome: 'failed' | 'cancelled'): Promise<SettleResult> {
+export async function settle(scope: TrialScope, outcome: 'failed' | 'cancelled', quiet: () => boolean): Promise<SettleResult> {
   const { stack } = scope.ctx;
   const jobId = await scope.jobId;
   const result: SettleResult = { endedBy: 'no-job', attemptResolutions: 0, effectResolutions: 0 };
@@ -68,7 +68,7 @@ export async function settle(scope: TrialScope, outcome: 'failed' | 'cancelled')
       if (now - lastDescribe > 1_000) {
         lastDescribe = now;
         const status = await workflowStatus(stack.temporal, job.workflowId);
-        if (status !== 'RUNNING' && status !== 'UNREACHABLE') noWorkflowSince ??= now;
+        if (status !== 'RUNNING' && status !== 'UNREACHABLE' && quiet()) noWorkflowSince ??= now;
         else noWorkflowSince = undefined;
         if (noWorkflowSince !== undefined && now - noWorkflowSince > NO_WORKFLOW_PATIENCE_MS) return { ...result, endedBy: 'no-workflow' };
       }

@@ -6,7 +6,7 @@
  */
 import { ApiClient, type Exchange } from './api-client';
 import { checkTrial, type Violation } from './checks';
-import type { RunContext, TrialEvent, TrialScope } from './context';
+import { sleep, type RunContext, type TrialEvent, type TrialScope } from './context';
 import { faultKinds, type TrialPlan } from './faults';
 import { isJobView } from './job-view';
 import { observe, type Observation } from './observe';
@@ -101,14 +101,38 @@ async function execute(ctx: RunContext, plan: TrialPlan, options: TrialOptions, 
         return exchange;
       });
 
-  const submits = Promise.all(plan.waitSeconds.map((wait) => submit(wait, 'submit', plan.customerMessage))).then(() => announce(undefined));
+  let submitsDone = false;
+  const submits = Promise.all(plan.waitSeconds.map((wait) => submit(wait, 'submit', plan.customerMessage))).then(() => {
+    submitsDone = true;
+    announce(undefined);
+  });
+  // A POST with Prefer: wait answers late; the job is found by its scope as soon as it exists.
+  const discover = (async () => {
+    const query = `/v1/jobs?operation=support.reply&idempotencyKey=${encodeURIComponent(plan.idempotencyKey)}`;
+    while (!submitsDone && Date.now() < deadline) {
+      const found = await client.request('GET', query, { label: 'discover', token: stack.apiKey, timeoutMs: 5_000 });
+      if (found.status === 200 && isJobView(found.body)) return announce(found.body.id);
+      await sleep(25);
+    }
+  })();
   const conflict = plan.conflictingMessage
     ? jobId.then((id) => (id ? submit(0, 'conflict', plan.conflictingMessage!) : undefined))
     : Promise.resolve(undefined);
-  const [, strikeResult, raceResult] = await Promise.all([submits, strike(scope, plan.process), race(scope, plan.race), conflict]);
+  // The operator works from the start, as one on call would; its patience leaves the drawn races their turn.
+  let busy = 4;
+  const done = <T>(task: Promise<T>): Promise<T> => task.finally(() => busy--);
+  const [, strikeResult, raceResult, , , settled] = await Promise.all([
+    done(submits),
+    done(strike(scope, plan.process)),
+    done(race(scope, plan.race)),
+    done(conflict),
+    discover,
+    // Gives up on a job without a workflow only once no client or fault can still start or move one.
+    settle(scope, plan.operatorOutcome, () => busy === 0),
+  ]);
 
   const id = await jobId;
-  record.settle = await settle(scope, plan.operatorOutcome);
+  record.settle = settled;
   note(`settled: ${record.settle.endedBy}`);
   if (plan.secondWorker) {
     await stack.workers[1].stop();
