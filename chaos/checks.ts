@@ -21,6 +21,7 @@ export const VIOLATION_KINDS = {
   '5xx': 'no 5xx other than while the API or its database was down',
   replay: 'every replay (same key, same body) and every terminal answer equals the stored result',
   attempts: 'no more attempts than ONCEFLOW_MAX_ATTEMPTS',
+  crash: 'no process of the stack dies unless the suite killed it',
 } as const;
 export type ViolationKind = keyof typeof VIOLATION_KINDS;
 
@@ -154,6 +155,10 @@ export function checkAttempts(obs: Observation): Violation[] {
   return count > obs.maxAttempts ? [{ kind: 'attempts', detail: `${count} attempts, more than ${obs.maxAttempts}: ${obs.attempts.map((a) => `#${a.seq} ${a.provider} ${a.status}${a.errorClass ? ` (${a.errorClass})` : ''}`).join(', ')}` }] : [];
 }
 
+export function checkCrashes(obs: Observation): Violation[] {
+  return obs.crashes.map((crash) => ({ kind: 'crash' as const, detail: crash.detail }));
+}
+
 /** Every check on one trial. */
 export function checkTrial(obs: Observation): Violation[] {
   return [
@@ -165,5 +170,6 @@ export function checkTrial(obs: Observation): Violation[] {
     ...checkServerErrors(obs),
     ...checkReplays(obs),
     ...checkAttempts(obs),
+    ...checkCrashes(obs),
   ];
 }

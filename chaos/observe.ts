@@ -60,6 +60,8 @@ export interface Observation {
   view?: JobView;
   /** Whether the conflicting submit was part of the trial. */
   conflictSent: boolean;
+  /** Processes of the stack that died during the trial without the suite killing them. */
+  crashes: Array<{ name: string; at: number; detail: string }>;
 }
 
 async function retrying<T>(read: () => Promise<T>, tries = 20): Promise<T> {
@@ -122,6 +124,7 @@ export async function observe(args: {
   windows: DownWindow[];
   view?: JobView;
   conflictSent: boolean;
+  crashes: Observation['crashes'];
 }): Promise<Observation> {
   const ledger = await readLedger(args.db, args.ticketId);
   const deliveries = await readDeliveries(args.downstreamUrl, args.ticketId);
@@ -141,5 +144,6 @@ export async function observe(args: {
     ...(workflow ? { workflow } : {}),
     ...(args.view ? { view: args.view } : {}),
     conflictSent: args.conflictSent,
+    crashes: args.crashes,
   };
 }

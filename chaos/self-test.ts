@@ -49,6 +49,7 @@ export function cleanObservation(): Observation {
     deliveries: [{ messageId: 'msg_1', idempotencyKey: 'k' }],
     workflow: 'COMPLETED',
     conflictSent: true,
+    crashes: [],
   };
 }
 
@@ -116,6 +117,7 @@ const VIOLATING: Record<ViolationKind, Array<[string, Mutation]>> = {
     { id: 'x1', jobId: JOB, seq: 0, provider: 'sim-primary', status: 'failed', errorClass: 'not_sent' },
     { id: 'x2', jobId: JOB, seq: -1, provider: 'sim-primary', status: 'failed', errorClass: 'not_sent' },
   )]],
+  crash: [['a worker that died of an unhandled error', (obs) => obs.crashes.push({ name: 'worker-1', at: 1_500, detail: 'worker-1 exited with 1: Error: Connection terminated unexpectedly' })]],
 };
 
 /** Cases that look like violations but are not: the checks must stay quiet. */

@@ -7,6 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { crashLine } from './crash-log';
 import path from 'node:path';
 import { Client as PgClient, Pool } from 'pg';
 import { Client, Connection } from '@temporalio/client';
@@ -22,7 +23,14 @@ const dist = (file: string): string => path.join(projectRoot, 'dist', file);
 
 export const PRINCIPAL = 'chaos';
 
-/** A role that can be killed and started again (the API, a worker). */
+/** A process of the stack that died without the suite killing it. */
+export interface Crash {
+  name: string;
+  at: number;
+  detail: string;
+}
+
+/** A role that can be killed and started again (the API, a worker); restarted, like a process manager would, when it crashes. */
 export interface Service {
   readonly name: string;
   readonly process: ManagedProcess | undefined;
@@ -45,6 +53,8 @@ export interface ChaosStack {
   readonly api: Service;
   /** workers[0] runs all the time; workers[1] is the second worker some trials start. */
   readonly workers: readonly [Service, Service];
+  /** Every crash of the API or a worker so far (each was restarted). */
+  readonly crashes: Crash[];
   /** The process of both simulated providers (SIGSTOP pauses both). */
   readonly providers: ManagedProcess;
   /** False with an external DATABASE_URL: the suite cannot restart that server. */
@@ -190,9 +200,12 @@ export async function startStack(supervisor: Supervisor, options: StackOptions):
     if (verified !== 0) throw new Error(`contracts verify exited with ${verified} (see ${logFile('contracts-verify')}): failover would be off`);
     log('contracts verified (sim-primary, sim-backup): failover is on');
 
+    const crashes: Crash[] = [];
+    let stopping = false;
     const service = (name: string, args: string[], readyLine: RegExp, extraEnv: () => Promise<Record<string, string>>): Service => {
       let current: ManagedProcess | undefined;
-      return {
+      let starting: Promise<void> | undefined;
+      const self: Service = {
         name,
         get process() {
           return current;
@@ -200,9 +213,19 @@ export async function startStack(supervisor: Supervisor, options: StackOptions):
         get running() {
           return current?.alive ?? false;
         },
-        async start() {
-          if (current?.alive) return;
-          current = await supervisor.start({ name, command: NODE, args, env: { ...env, ...(await extraEnv()) }, logFile: logFile(name), readyLine, readyTimeoutMs: 120_000 });
+        start() {
+          if (current?.alive) return Promise.resolve();
+          starting ??= (async () => {
+            const started = await supervisor.start({ name, command: NODE, args, env: { ...env, ...(await extraEnv()) }, logFile: logFile(name), readyLine, readyTimeoutMs: 120_000 });
+            current = started;
+            void started.exited.then((code) => {
+              if (started.expectedExit || stopping) return;
+              crashes.push({ name, at: Date.now(), detail: `${name} (pid ${started.pid}) exited with ${code}: ${crashLine(logFile(name))}` });
+              log(`${name} crashed; restarting it`);
+              setTimeout(() => void self.start().catch((err: unknown) => log(`${name} did not restart: ${(err as Error).message}`)), 500);
+            });
+          })().finally(() => (starting = undefined));
+          return starting;
         },
         async kill() {
           await current?.kill();
@@ -211,6 +234,7 @@ export async function startStack(supervisor: Supervisor, options: StackOptions):
           await current?.stop();
         },
       };
+      return self;
     };
     const workerService = (index: number): Service =>
       service(`worker-${index + 1}`, [dist('worker/main.js')], /worker: polling/, async () => ({ ONCEFLOW_WORKER_METRICS_PORT: String(await freePort()) }));
@@ -240,6 +264,7 @@ export async function startStack(supervisor: Supervisor, options: StackOptions):
       workers,
       providers,
       canRestartPostgres: !external,
+      crashes,
       async restartPostgres(downMs: number) {
         if (!pg) throw new Error('PostgreSQL is external here: it cannot be restarted');
         await pg.stop();
@@ -248,6 +273,7 @@ export async function startStack(supervisor: Supervisor, options: StackOptions):
         pg = await startEmbeddedPostgres({ dataDir: pgDataDir, port: pgPort, database: 'onceflow', persistent: true });
       },
       async stop() {
+        stopping = true;
         await stopAll();
         if (!options.keepRunDir) rmSync(runDir, { recursive: true, force: true });
         else rmSync(pgDataDir, { recursive: true, force: true });

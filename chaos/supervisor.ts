@@ -22,6 +22,8 @@ export interface ProcessSpec {
 export class ManagedProcess {
   private exitedFlag = false;
   private pausedFlag = false;
+  /** Set when the suite itself kills or stops it: any other exit is a crash. */
+  private expectedFlag = false;
   readonly exited: Promise<number | null>;
 
   constructor(
@@ -46,6 +48,9 @@ export class ManagedProcess {
   get paused(): boolean {
     return this.pausedFlag;
   }
+  get expectedExit(): boolean {
+    return this.expectedFlag;
+  }
 
   signal(signal: NodeJS.Signals): void {
     if (this.exitedFlag) return;
@@ -58,6 +63,7 @@ export class ManagedProcess {
 
   /** SIGKILL, and wait until the kernel has reaped it. */
   async kill(): Promise<void> {
+    this.expectedFlag = true;
     this.pausedFlag = false;
     this.signal('SIGKILL');
     await this.exited;
@@ -76,6 +82,7 @@ export class ManagedProcess {
   /** SIGTERM (after SIGCONT if paused); SIGKILL if it has not exited after graceMs. */
   async stop(graceMs = 5_000): Promise<void> {
     if (this.exitedFlag) return;
+    this.expectedFlag = true;
     if (this.pausedFlag) this.resume();
     this.signal('SIGTERM');
     const timer = setTimeout(() => this.signal('SIGKILL'), graceMs);

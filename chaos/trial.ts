@@ -76,6 +76,7 @@ async function ensureBaseline(ctx: RunContext): Promise<void> {
 
 async function execute(ctx: RunContext, plan: TrialPlan, options: TrialOptions, record: TrialRecord, client: ApiClient, note: (what: string) => number): Promise<void> {
   const { stack } = ctx;
+  const startedAt = Date.now();
   if (plan.secondWorker) {
     await stack.workers[1].start();
     note('worker-2 up');
@@ -150,6 +151,7 @@ async function execute(ctx: RunContext, plan: TrialPlan, options: TrialOptions, 
     windows: ctx.windows,
     ...(record.settle.view ? { view: record.settle.view } : {}),
     conflictSent: plan.conflictingMessage !== undefined,
+    crashes: stack.crashes.filter((crash) => crash.at >= startedAt),
   });
   const job = observation.jobs.find((j) => j.idempotencyKey === plan.idempotencyKey);
   if (id && job?.terminalAt) {
