@@ -22,6 +22,7 @@ export const VIOLATION_KINDS = {
   replay: 'every replay (same key, same body) and every terminal answer equals the stored result',
   attempts: 'no more attempts than ONCEFLOW_MAX_ATTEMPTS',
   crash: 'no process of the stack dies unless the suite killed it',
+  outcome: 'a job fails only for a cause the trial gave it (failing providers, a refusing downstream, an effect an operator settled as failed)',
 } as const;
 export type ViolationKind = keyof typeof VIOLATION_KINDS;
 
@@ -159,6 +160,18 @@ export function checkCrashes(obs: Observation): Violation[] {
   return obs.crashes.map((crash) => ({ kind: 'crash' as const, detail: crash.detail }));
 }
 
+export function checkOutcome(obs: Observation): Violation[] {
+  const job = obs.jobs.find((j) => j.idempotencyKey === obs.idempotencyKey);
+  if (!job || job.status !== 'failed') return [];
+  const attempts = obs.attempts.map((a) => `#${a.seq} ${a.provider} ${a.status}${a.errorClass ? ` (${a.errorClass})` : ''}`).join(', ');
+  const state = `${JSON.stringify(job.error)}; attempts: ${attempts}; effects: ${obs.effects.map((e) => `${e.name} ${e.status}${e.resolved ? ' (by an operator)' : ''}`).join(', ') || 'none'}`;
+  // Once the AI step has a winner, only a failed effect can fail the job.
+  const won = obs.attempts.some((a) => a.jobId === job.id && a.status === 'succeeded');
+  if (won && !obs.effects.some((e) => e.status === 'failed')) return [{ kind: 'outcome', detail: `job ${job.id} failed after its attempt won, with no failed effect: ${state}` }];
+  if (!obs.expectSuccess || obs.effects.some((e) => e.status === 'failed' && e.resolved)) return [];
+  return [{ kind: 'outcome', detail: `job ${job.id} failed though nothing in the trial is a reason to: ${state}` }];
+}
+
 /** Every check on one trial. */
 export function checkTrial(obs: Observation): Violation[] {
   return [
@@ -171,5 +184,6 @@ export function checkTrial(obs: Observation): Violation[] {
     ...checkReplays(obs),
     ...checkAttempts(obs),
     ...checkCrashes(obs),
+    ...checkOutcome(obs),
   ];
 }

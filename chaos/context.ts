@@ -14,6 +14,8 @@ export interface RunContext {
   /** Every down window of the run (trials with process faults run alone, so each window is one trial's). */
   windows: DownWindow[];
   log: (line: string) => void;
+  /** Where to keep each job's workflow history (--histories), if anywhere. */
+  historiesDir?: string;
 }
 
 export interface TrialEvent {

@@ -250,6 +250,22 @@ export function drawPlan(runSeed: number, trial: number, runTag: string): TrialP
   };
 }
 
+/** Provider behaviours after which the attempt still succeeds (at once, or by reconciliation). */
+const ANSWERS = new Set<ProviderFault['kind']>(['ok', 'delay', 'late', 'reset']);
+/** Downstream behaviours after which the message is delivered and its receipt found. */
+const DELIVERS = new Set<SinkFault['kind']>(['ok', 'delay', 'reset', 'reset-once']);
+
+/**
+ * Whether nothing in the plan is a reason for the job to fail: the downstream
+ * delivers, and the primary answers (no race fails it on purpose), or the
+ * fallback answers and no process fault can spend an attempt meanwhile.
+ */
+export function expectsSuccess(plan: TrialPlan): boolean {
+  const primaryAnswers = plan.race.kind === 'none' && ANSWERS.has(plan.primary.kind);
+  const backupAnswers = ANSWERS.has(plan.backup.kind) && plan.process.kind === 'none';
+  return DELIVERS.has(plan.sink.kind) && (primaryAnswers || backupAnswers);
+}
+
 /** Trials with these change what every other trial sees: they run alone. */
 export function runsAlone(plan: TrialPlan): boolean {
   return plan.process.kind !== 'none' || plan.secondWorker || plan.race.kind === 'race-reconcile-paused';

@@ -38,6 +38,7 @@ options:
                     unsettled (default 90000)
   --keep            keep the run folder (.data/chaos/run-*) with every log
   --json FILE       write every trial's plan, events, observation and verdict
+  --histories DIR   keep each job's workflow history as JSON (for replay tests)
   --self-test       no stack: show that each check fires on fabricated data,
                     and that the draws are reproducible and cover the catalogue
   -h, --help        this text
@@ -57,6 +58,7 @@ function parse(argv: string[]) {
       'settle-ms': { type: 'string' },
       keep: { type: 'boolean' },
       json: { type: 'string' },
+      histories: { type: 'string' },
       'self-test': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -80,6 +82,7 @@ function parse(argv: string[]) {
     settleMs: int(values['settle-ms'], 'settle-ms', 90_000, 5_000),
     keep: values.keep ?? false,
     json: values.json,
+    histories: values.histories ? path.resolve(values.histories) : undefined,
   };
 }
 
@@ -113,7 +116,7 @@ async function main(): Promise<number> {
   const started = Date.now();
   log(`seed ${options.seed}; trials ${options.trialNumbers.length === 1 ? options.trialNumbers[0] : `${options.trialNumbers.length}`}; concurrency ${options.concurrency}`);
   stack = await startStack(supervisor, { log, keepRunDir: options.keep });
-  const ctx: RunContext = { stack, windows: [], log };
+  const ctx: RunContext = { stack, windows: [], log, ...(options.histories ? { historiesDir: options.histories } : {}) };
   let records: TrialRecord[];
   try {
     const jobs = options.trialNumbers.map((trial) => {

@@ -36,6 +36,8 @@ export interface EffectRow {
   key: string;
   status: string;
   receipt: Record<string, unknown> | null;
+  /** An operator settled it. */
+  resolved: boolean;
 }
 
 export interface Delivery {
@@ -60,6 +62,8 @@ export interface Observation {
   view?: JobView;
   /** Whether the conflicting submit was part of the trial. */
   conflictSent: boolean;
+  /** Nothing in the trial's plan is a reason for the job to fail (faults.expectsSuccess). */
+  expectSuccess: boolean;
   /** Processes of the stack that died during the trial without the suite killing them. */
   crashes: Array<{ name: string; at: number; detail: string }>;
 }
@@ -85,7 +89,7 @@ export async function readLedger(db: Pool, ticketId: string): Promise<{ jobs: Jo
     );
     const ids = jobs.rows.map((row) => row.id as string);
     const attempts = await db.query(`SELECT id, job_id, seq, provider, status, error_class FROM attempts WHERE job_id = ANY($1::uuid[]) ORDER BY job_id, seq`, [ids]);
-    const effects = await db.query(`SELECT name, effect_key, status, receipt FROM effects WHERE job_id = ANY($1::uuid[]) ORDER BY job_id, name`, [ids]);
+    const effects = await db.query(`SELECT name, effect_key, status, receipt, resolution IS NOT NULL AS resolved FROM effects WHERE job_id = ANY($1::uuid[]) ORDER BY job_id, name`, [ids]);
     return {
       jobs: jobs.rows.map((row) => ({
         id: row.id,
@@ -98,7 +102,7 @@ export async function readLedger(db: Pool, ticketId: string): Promise<{ jobs: Jo
         workflowId: row.workflow_id,
       })),
       attempts: attempts.rows.map((row) => ({ id: row.id, jobId: row.job_id, seq: row.seq, provider: row.provider, status: row.status, errorClass: row.error_class })),
-      effects: effects.rows.map((row) => ({ name: row.name, key: row.effect_key, status: row.status, receipt: row.receipt })),
+      effects: effects.rows.map((row) => ({ name: row.name, key: row.effect_key, status: row.status, receipt: row.receipt, resolved: row.resolved })),
     };
   });
 }
@@ -125,6 +129,7 @@ export async function observe(args: {
   view?: JobView;
   conflictSent: boolean;
   crashes: Observation['crashes'];
+  expectSuccess: boolean;
 }): Promise<Observation> {
   const ledger = await readLedger(args.db, args.ticketId);
   const deliveries = await readDeliveries(args.downstreamUrl, args.ticketId);
@@ -145,5 +150,6 @@ export async function observe(args: {
     ...(args.view ? { view: args.view } : {}),
     conflictSent: args.conflictSent,
     crashes: args.crashes,
+    expectSuccess: args.expectSuccess,
   };
 }

@@ -9,8 +9,8 @@ import { sleep, type TrialScope } from './context';
 import { readJob, TERMINAL, type JobView } from './job-view';
 import { workflowStatus } from './temporal-view';
 
-/** Longer than the longest late answer drawn (attempt timeout + 2.5 s) plus a reconcile interval. */
-const UNKNOWN_PATIENCE_MS = 5_000;
+/** Well beyond the longest late answer drawn (attempt timeout + 2.5 s) plus a reconcile interval, with room for a slow machine. */
+const UNKNOWN_PATIENCE_MS = 8_000;
 /** A job not terminal with no open workflow this long is stuck: no need to wait out the deadline. */
 const NO_WORKFLOW_PATIENCE_MS = 5_000;
 

@@ -45,11 +45,12 @@ export function cleanObservation(): Observation {
       { id: A2, jobId: JOB, seq: 1, provider: 'sim-primary', status: 'failed', errorClass: 'bad_request' },
       { id: A1, jobId: JOB, seq: 2, provider: 'sim-backup', status: 'succeeded', errorClass: null },
     ],
-    effects: [{ name: 'message.send', key: 'k', status: 'succeeded', receipt: { messageId: 'msg_1' } }],
+    effects: [{ name: 'message.send', key: 'k', status: 'succeeded', receipt: { messageId: 'msg_1' }, resolved: false }],
     deliveries: [{ messageId: 'msg_1', idempotencyKey: 'k' }],
     workflow: 'COMPLETED',
     conflictSent: true,
     crashes: [],
+    expectSuccess: true,
   };
 }
 
@@ -117,6 +118,29 @@ const VIOLATING: Record<ViolationKind, Array<[string, Mutation]>> = {
     { id: 'x1', jobId: JOB, seq: 0, provider: 'sim-primary', status: 'failed', errorClass: 'not_sent' },
     { id: 'x2', jobId: JOB, seq: -1, provider: 'sim-primary', status: 'failed', errorClass: 'not_sent' },
   )]],
+  outcome: [
+    [
+      'a good job failed before its effect was claimed',
+      (obs) => {
+        Object.assign(job0(obs), { status: 'failed', result: null, error: { type: 'effect_failed', detail: 'message.send could not be claimed' } });
+        obs.effects = [];
+        obs.deliveries = [];
+        obs.exchanges = obs.exchanges.filter((e) => e.label !== 'replay' && e.label !== 'submit');
+        obs.exchanges.push(exchange('replay', 200, { id: JOB, status: 'failed', error: { type: 'effect_failed', detail: 'message.send could not be claimed' }, attempts: [] }, true));
+      },
+    ],
+    [
+      'a job failed after its attempt won, no effect failed, though the plan had a cause',
+      (obs) => {
+        obs.expectSuccess = false;
+        Object.assign(job0(obs), { status: 'failed', result: null, error: { type: 'effect_failed' } });
+        obs.effects = [];
+        obs.deliveries = [];
+        obs.exchanges = obs.exchanges.filter((e) => e.label !== 'replay' && e.label !== 'submit');
+        obs.exchanges.push(exchange('replay', 200, { id: JOB, status: 'failed', error: { type: 'effect_failed' }, attempts: [] }, true));
+      },
+    ],
+  ],
   crash: [['a worker that died of an unhandled error', (obs) => obs.crashes.push({ name: 'worker-1', at: 1_500, detail: 'worker-1 exited with 1: Error: Connection terminated unexpectedly' })]],
 };
 
@@ -124,12 +148,21 @@ const VIOLATING: Record<ViolationKind, Array<[string, Mutation]>> = {
 const EXCUSED: Array<[string, Mutation]> = [
   ['a 500 while PostgreSQL was down (kept in the clean trial)', () => undefined],
   ['a 502 while the API was down', (obs) => { obs.windows.push({ what: 'api', from: 7_000, to: 8_000 }); obs.exchanges.push(exchange('submit', 502, {}, false, 7_500)); }],
-  ['a failed job with no delivery', (obs) => {
+  ['a failed job the trial gave a cause (not expected to succeed)', (obs) => {
+    obs.expectSuccess = false;
+    obs.attempts[1]!.status = 'failed';
     Object.assign(job0(obs), { status: 'failed', result: null, error: { type: 'attempts_exhausted' }, completedBy: null });
     obs.attempts[1]!.status = 'failed';
     obs.deliveries = [];
     obs.exchanges = obs.exchanges.filter((e) => e.label !== 'replay' && e.label !== 'submit');
     obs.exchanges.push(exchange('replay', 200, { id: JOB, status: 'failed', error: { type: 'attempts_exhausted' }, attempts: [] }, true));
+  }],
+  ['a failed job whose effect an operator settled as failed', (obs) => {
+    Object.assign(job0(obs), { status: 'failed', result: null, error: { type: 'effect_failed' } });
+    Object.assign(obs.effects[0]!, { status: 'failed', resolved: true, receipt: null });
+    obs.deliveries = [];
+    obs.exchanges = obs.exchanges.filter((e) => e.label !== 'replay' && e.label !== 'submit');
+    obs.exchanges.push(exchange('replay', 200, { id: JOB, status: 'failed', error: { type: 'effect_failed' }, attempts: [] }, true));
   }],
   ['a non-terminal answer before the terminal one', (obs) => obs.exchanges.push(exchange('poll', 200, { id: JOB, status: 'awaiting_resolution', attempts: [] }))],
 ];

@@ -222,7 +222,13 @@ export async function startStack(supervisor: Supervisor, options: StackOptions):
               if (started.expectedExit || stopping) return;
               crashes.push({ name, at: Date.now(), detail: `${name} (pid ${started.pid}) exited with ${code}: ${crashLine(logFile(name))}` });
               log(`${name} crashed; restarting it`);
-              setTimeout(() => void self.start().catch((err: unknown) => log(`${name} did not restart: ${(err as Error).message}`)), 500);
+              void (async () => {
+                // It may not start while what killed it lasts (PostgreSQL still down): try again.
+                for (let tries = 1; !stopping && !current?.alive; tries++) {
+                  await new Promise((resolve) => setTimeout(resolve, 500));
+                  await self.start().catch((err: unknown) => tries % 10 === 0 && log(`${name} did not restart yet: ${(err as Error).message}`));
+                }
+              })();
             });
           })().finally(() => (starting = undefined));
           return starting;

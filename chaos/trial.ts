@@ -7,7 +7,8 @@
 import { ApiClient, type Exchange } from './api-client';
 import { checkTrial, type Violation } from './checks';
 import { sleep, type RunContext, type TrialEvent, type TrialScope } from './context';
-import { faultKinds, type TrialPlan } from './faults';
+import { expectsSuccess, faultKinds, type TrialPlan } from './faults';
+import { saveHistory } from './histories';
 import { isJobView } from './job-view';
 import { observe, type Observation } from './observe';
 import { settle, type SettleResult } from './operator';
@@ -152,6 +153,7 @@ async function execute(ctx: RunContext, plan: TrialPlan, options: TrialOptions, 
     ...(record.settle.view ? { view: record.settle.view } : {}),
     conflictSent: plan.conflictingMessage !== undefined,
     crashes: stack.crashes.filter((crash) => crash.at >= startedAt),
+    expectSuccess: expectsSuccess(plan),
   });
   const job = observation.jobs.find((j) => j.idempotencyKey === plan.idempotencyKey);
   if (id && job?.terminalAt) {
@@ -160,6 +162,10 @@ async function execute(ctx: RunContext, plan: TrialPlan, options: TrialOptions, 
     observation = { ...observation, exchanges: client.exchanges };
   }
   record.observation = observation;
+  if (ctx.historiesDir && job) {
+    const problem = await saveHistory(stack.temporal, ctx.historiesDir, plan.trial, job.workflowId);
+    if (problem) note(problem);
+  }
   record.violations = checkTrial(observation);
   judgeRan(record, observation, strikeResult, raceResult);
 }
