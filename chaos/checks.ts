@@ -22,6 +22,7 @@ export const VIOLATION_KINDS = {
   replay: 'every replay (same key, same body) and every terminal answer equals the stored result',
   attempts: 'no more attempts than ONCEFLOW_MAX_ATTEMPTS',
   crash: 'no process of the stack dies unless the suite killed it',
+  phantom: 'an attempt the ledger failed for anything but its answer was never executed by its provider (no hidden second execution)',
   outcome: 'a job fails only for a cause the trial gave it (failing providers, a refusing downstream, an effect an operator settled as failed)',
 } as const;
 export type ViolationKind = keyof typeof VIOLATION_KINDS;
@@ -172,6 +173,16 @@ export function checkOutcome(obs: Observation): Violation[] {
   return [{ kind: 'outcome', detail: `job ${job.id} failed though nothing in the trial is a reason to: ${state}` }];
 }
 
+/** Failures that come from the answer itself: the provider did execute those. */
+const ANSWER_FAILURES = new Set(['contract_violation']);
+
+export function checkPhantoms(obs: Observation): Violation[] {
+  const phantoms = obs.attempts.filter(
+    (a) => a.status === 'failed' && !a.resolved && !ANSWER_FAILURES.has(a.errorClass ?? '') && (a.atProvider === 'executing' || a.atProvider === 'completed'),
+  );
+  return phantoms.map((a) => ({ kind: 'phantom' as const, detail: `attempt #${a.seq} (${a.provider}) is failed (${a.errorClass ?? 'no class'}) but ${a.provider} shows its request ${a.atProvider}` }));
+}
+
 /** Every check on one trial. */
 export function checkTrial(obs: Observation): Violation[] {
   return [
@@ -185,5 +196,6 @@ export function checkTrial(obs: Observation): Violation[] {
     ...checkAttempts(obs),
     ...checkCrashes(obs),
     ...checkOutcome(obs),
+    ...checkPhantoms(obs),
   ];
 }

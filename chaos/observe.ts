@@ -29,6 +29,10 @@ export interface AttemptRow {
   provider: string;
   status: string;
   errorClass: string | null;
+  /** An operator resolved it. */
+  resolved: boolean;
+  /** What its provider's request lookup says it did with the attempt's request. */
+  atProvider?: 'absent' | 'executing' | 'completed' | 'unreachable';
 }
 
 export interface EffectRow {
@@ -88,7 +92,7 @@ export async function readLedger(db: Pool, ticketId: string): Promise<{ jobs: Jo
       [PRINCIPAL, ticketId],
     );
     const ids = jobs.rows.map((row) => row.id as string);
-    const attempts = await db.query(`SELECT id, job_id, seq, provider, status, error_class FROM attempts WHERE job_id = ANY($1::uuid[]) ORDER BY job_id, seq`, [ids]);
+    const attempts = await db.query(`SELECT id, job_id, seq, provider, status, error_class, resolution IS NOT NULL AS resolved FROM attempts WHERE job_id = ANY($1::uuid[]) ORDER BY job_id, seq`, [ids]);
     const effects = await db.query(`SELECT name, effect_key, status, receipt, resolution IS NOT NULL AS resolved FROM effects WHERE job_id = ANY($1::uuid[]) ORDER BY job_id, name`, [ids]);
     return {
       jobs: jobs.rows.map((row) => ({
@@ -101,7 +105,7 @@ export async function readLedger(db: Pool, ticketId: string): Promise<{ jobs: Jo
         terminalAt: row.terminal_at ? (row.terminal_at as Date).getTime() : null,
         workflowId: row.workflow_id,
       })),
-      attempts: attempts.rows.map((row) => ({ id: row.id, jobId: row.job_id, seq: row.seq, provider: row.provider, status: row.status, errorClass: row.error_class })),
+      attempts: attempts.rows.map((row) => ({ id: row.id, jobId: row.job_id, seq: row.seq, provider: row.provider, status: row.status, errorClass: row.error_class, resolved: row.resolved })),
       effects: effects.rows.map((row) => ({ name: row.name, key: row.effect_key, status: row.status, receipt: row.receipt, resolved: row.resolved })),
     };
   });
@@ -117,10 +121,25 @@ export async function readDeliveries(downstreamUrl: string, ticketId: string): P
   });
 }
 
+/** The provider's own record of a request (SIM.md lookup), by the attempt id sent as its Idempotency-Key. */
+export async function readAtProvider(baseUrl: string | undefined, attemptId: string): Promise<AttemptRow['atProvider']> {
+  if (!baseUrl) return 'unreachable';
+  try {
+    const response = await fetch(`${baseUrl}/requests/${encodeURIComponent(attemptId)}`, { signal: AbortSignal.timeout(5_000) });
+    if (response.status === 404) return 'absent';
+    if (!response.ok) return 'unreachable';
+    const body = (await response.json()) as { status?: string };
+    return body.status === 'completed' ? 'completed' : 'executing';
+  } catch {
+    return 'unreachable';
+  }
+}
+
 export async function observe(args: {
   db: Pool;
   temporal: Client;
   downstreamUrl: string;
+  providerUrls: Readonly<Record<string, string>>;
   ticketId: string;
   idempotencyKey: string;
   maxAttempts: number;
@@ -132,6 +151,7 @@ export async function observe(args: {
   expectSuccess: boolean;
 }): Promise<Observation> {
   const ledger = await readLedger(args.db, args.ticketId);
+  for (const attempt of ledger.attempts) attempt.atProvider = await readAtProvider(args.providerUrls[attempt.provider], attempt.id);
   const deliveries = await readDeliveries(args.downstreamUrl, args.ticketId);
   const job = ledger.jobs.find((j) => j.idempotencyKey === args.idempotencyKey);
   let workflow: string | undefined;

@@ -42,8 +42,8 @@ export function cleanObservation(): Observation {
     windows: [{ what: 'postgres', from: 4_000, to: 6_000 }],
     jobs: [{ id: JOB, idempotencyKey: KEY, status: 'succeeded', result, error: null, completedBy: A1, terminalAt: 2_000, workflowId: 'wf' }],
     attempts: [
-      { id: A2, jobId: JOB, seq: 1, provider: 'sim-primary', status: 'failed', errorClass: 'bad_request' },
-      { id: A1, jobId: JOB, seq: 2, provider: 'sim-backup', status: 'succeeded', errorClass: null },
+      { id: A2, jobId: JOB, seq: 1, provider: 'sim-primary', status: 'failed', errorClass: 'bad_request', resolved: false, atProvider: 'absent' },
+      { id: A1, jobId: JOB, seq: 2, provider: 'sim-backup', status: 'succeeded', errorClass: null, resolved: false, atProvider: 'completed' },
     ],
     effects: [{ name: 'message.send', key: 'k', status: 'succeeded', receipt: { messageId: 'msg_1' }, resolved: false }],
     deliveries: [{ messageId: 'msg_1', idempotencyKey: 'k' }],
@@ -115,8 +115,8 @@ const VIOLATING: Record<ViolationKind, Array<[string, Mutation]>> = {
     ['no replay made', (obs) => (obs.exchanges = obs.exchanges.filter((e) => e.label !== 'replay'))],
   ],
   attempts: [['four attempts with a maximum of three', (obs) => obs.attempts.unshift(
-    { id: 'x1', jobId: JOB, seq: 0, provider: 'sim-primary', status: 'failed', errorClass: 'not_sent' },
-    { id: 'x2', jobId: JOB, seq: -1, provider: 'sim-primary', status: 'failed', errorClass: 'not_sent' },
+    { id: 'x1', jobId: JOB, seq: 0, provider: 'sim-primary', status: 'failed', errorClass: 'not_sent', resolved: false, atProvider: 'absent' },
+    { id: 'x2', jobId: JOB, seq: -1, provider: 'sim-primary', status: 'failed', errorClass: 'not_sent', resolved: false, atProvider: 'absent' },
   )]],
   outcome: [
     [
@@ -141,6 +141,10 @@ const VIOLATING: Record<ViolationKind, Array<[string, Mutation]>> = {
       },
     ],
   ],
+  phantom: [
+    ['a not_sent attempt the provider executed', (obs) => Object.assign(obs.attempts[0]!, { errorClass: 'not_sent', atProvider: 'completed' })],
+    ['a not_executed attempt the provider is executing', (obs) => Object.assign(obs.attempts[0]!, { errorClass: 'not_executed', atProvider: 'executing' })],
+  ],
   crash: [['a worker that died of an unhandled error', (obs) => obs.crashes.push({ name: 'worker-1', at: 1_500, detail: 'worker-1 exited with 1: Error: Connection terminated unexpectedly' })]],
 };
 
@@ -164,6 +168,8 @@ const EXCUSED: Array<[string, Mutation]> = [
     obs.exchanges = obs.exchanges.filter((e) => e.label !== 'replay' && e.label !== 'submit');
     obs.exchanges.push(exchange('replay', 200, { id: JOB, status: 'failed', error: { type: 'effect_failed' }, attempts: [] }, true));
   }],
+  ['an off-contract answer (executed, failed for its answer)', (obs) => Object.assign(obs.attempts[0]!, { errorClass: 'contract_violation', atProvider: 'completed' })],
+  ['an attempt an operator resolved while the provider still executes it', (obs) => Object.assign(obs.attempts[0]!, { errorClass: 'operator', resolved: true, atProvider: 'executing' })],
   ['a non-terminal answer before the terminal one', (obs) => obs.exchanges.push(exchange('poll', 200, { id: JOB, status: 'awaiting_resolution', attempts: [] }))],
 ];
 

@@ -55,6 +55,8 @@ export interface ChaosStack {
   readonly workers: readonly [Service, Service];
   /** Every crash of the API or a worker so far (each was restarted). */
   readonly crashes: Crash[];
+  /** Base URL (…/v1) of each simulated provider by name: its request lookup tells what it executed. */
+  readonly providerUrls: Readonly<Record<string, string>>;
   /** The process of both simulated providers (SIGSTOP pauses both). */
   readonly providers: ManagedProcess;
   /** False with an external DATABASE_URL: the suite cannot restart that server. */
@@ -271,6 +273,7 @@ export async function startStack(supervisor: Supervisor, options: StackOptions):
       providers,
       canRestartPostgres: !external,
       crashes,
+      providerUrls: { 'sim-primary': `http://127.0.0.1:${primaryPort}/v1`, 'sim-backup': `http://127.0.0.1:${backupPort}/v1` },
       async restartPostgres(downMs: number) {
         if (!pg) throw new Error('PostgreSQL is external here: it cannot be restarted');
         await pg.stop();
