@@ -154,9 +154,8 @@ const EXCUSED: Array<[string, Mutation]> = [
   ['a 502 while the API was down', (obs) => { obs.windows.push({ what: 'api', from: 7_000, to: 8_000 }); obs.exchanges.push(exchange('submit', 502, {}, false, 7_500)); }],
   ['a failed job the trial gave a cause (not expected to succeed)', (obs) => {
     obs.expectSuccess = false;
-    obs.attempts[1]!.status = 'failed';
     Object.assign(job0(obs), { status: 'failed', result: null, error: { type: 'attempts_exhausted' }, completedBy: null });
-    obs.attempts[1]!.status = 'failed';
+    Object.assign(obs.attempts[1]!, { status: 'failed', errorClass: 'contract_violation' });
     obs.deliveries = [];
     obs.exchanges = obs.exchanges.filter((e) => e.label !== 'replay' && e.label !== 'submit');
     obs.exchanges.push(exchange('replay', 200, { id: JOB, status: 'failed', error: { type: 'attempts_exhausted' }, attempts: [] }, true));
