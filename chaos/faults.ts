@@ -199,6 +199,12 @@ function directive(provider: string, fault: ProviderFault): string {
   return fault.kind === 'ok' ? '' : ` @sim(${provider}:${describeProvider(fault)})`;
 }
 
+/** The customer's message with the directives that choose the simulators' faults (SIM.md). */
+export function composeMessage(base: string, primary: ProviderFault, backup: ProviderFault, sink: SinkFault): string {
+  const sinkDirective = sink.kind === 'ok' ? '' : ` @sink(${describeSink(sink)})`;
+  return `${base}${directive('sim-primary', primary)}${directive('sim-backup', backup)}${sinkDirective}`;
+}
+
 /**
  * Draws the whole plan of one trial. Same run seed and trial number, same plan.
  * @param runTag distinguishes this run's keys and tickets from another run's.
@@ -228,8 +234,7 @@ export function drawPlan(runSeed: number, trial: number, runTag: string): TrialP
   const conflict = rng.chance(0.3);
   const base = rng.pick(MESSAGES);
   const ticketId = `C${runTag}-${runSeed}-${trial}`;
-  const sinkDirective = sink.kind === 'ok' ? '' : ` @sink(${describeSink(sink)})`;
-  const customerMessage = `${base}${directive('sim-primary', primary)}${directive('sim-backup', backup)}${sinkDirective}`;
+  const customerMessage = composeMessage(base, primary, backup, sink);
   return {
     runSeed,
     trial,

@@ -9,6 +9,7 @@ import type { RunContext } from './context';
 import { drawPlan, runsAlone } from './faults';
 import { renderReport, trialLine } from './report';
 import { schedule } from './scheduler';
+import { runLiveSelfTest } from './live-self-test';
 import { runSelfTest } from './self-test';
 import { startStack, type ChaosStack } from './stack';
 import { Supervisor } from './supervisor';
@@ -41,6 +42,9 @@ options:
   --histories DIR   keep each job's workflow history as JSON (for replay tests)
   --self-test       no stack: show that each check fires on fabricated data,
                     and that the draws are reproducible and cover the catalogue
+  --live-self-test  on the real stack: break each invariant on purpose (from
+                    outside, or by a ledger write where nothing else can) and
+                    show that the check reports it
   -h, --help        this text
 
 The stack's timeouts are short (chaos/settings.ts). DATABASE_URL: use that
@@ -60,6 +64,7 @@ function parse(argv: string[]) {
       json: { type: 'string' },
       histories: { type: 'string' },
       'self-test': { type: 'boolean' },
+      'live-self-test': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -76,6 +81,7 @@ function parse(argv: string[]) {
   return {
     help: values.help ?? false,
     selfTest: values['self-test'] ?? false,
+    liveSelfTest: values['live-self-test'] ?? false,
     seed: seed | 0,
     trialNumbers: only.length ? only : Array.from({ length: trials }, (_, i) => i + 1),
     concurrency: int(values.concurrency, 'concurrency', 2, 1),
@@ -117,6 +123,13 @@ async function main(): Promise<number> {
   log(`seed ${options.seed}; ${options.trialNumbers.length === 1 ? `trial ${options.trialNumbers[0]}` : `${options.trialNumbers.length} trials`}; concurrency ${options.concurrency}`);
   stack = await startStack(supervisor, { log, keepRunDir: options.keep });
   const ctx: RunContext = { stack, windows: [], log, ...(options.histories ? { historiesDir: options.histories } : {}) };
+  if (options.liveSelfTest) {
+    try {
+      return await runLiveSelfTest(ctx);
+    } finally {
+      if (!interrupted) await stack.stop();
+    }
+  }
   let records: TrialRecord[];
   try {
     const jobs = options.trialNumbers.map((trial) => {

@@ -21,7 +21,11 @@ export interface SettleResult {
   effectResolutions: number;
 }
 
-export async function settle(scope: TrialScope, outcome: 'failed' | 'cancelled', quiet: () => boolean): Promise<SettleResult> {
+/**
+ * Polls the job until it is terminal, acting as the operator meanwhile.
+ * @param outcome what to resolve long-unknown attempts as; undefined: resolve nothing (the live self-test).
+ */
+export async function settle(scope: TrialScope, outcome: 'failed' | 'cancelled' | undefined, quiet: () => boolean): Promise<SettleResult> {
   const { stack } = scope.ctx;
   const jobId = await scope.jobId;
   const result: SettleResult = { endedBy: 'no-job', attemptResolutions: 0, effectResolutions: 0 };
@@ -36,7 +40,7 @@ export async function settle(scope: TrialScope, outcome: 'failed' | 'cancelled',
     if (job) {
       result.view = job;
       if (TERMINAL.has(job.status)) return { ...result, endedBy: 'terminal' };
-      for (const attempt of job.attempts.filter((a) => a.status === 'unknown')) {
+      for (const attempt of outcome ? job.attempts.filter((a) => a.status === 'unknown') : []) {
         const since = unknownSince.get(attempt.id) ?? now;
         unknownSince.set(attempt.id, since);
         if (now - since < UNKNOWN_PATIENCE_MS || now - (lastTry.get(attempt.id) ?? 0) < 2_000) continue;
@@ -49,7 +53,7 @@ export async function settle(scope: TrialScope, outcome: 'failed' | 'cancelled',
         scope.note(`operator resolves attempt ${attempt.seq} ${outcome}: HTTP ${exchange.status}`);
         if (exchange.status === 200) result.attemptResolutions++;
       }
-      for (const effect of job.effects.filter((e) => e.status === 'needs_review')) {
+      for (const effect of outcome ? job.effects.filter((e) => e.status === 'needs_review') : []) {
         if (now - (lastTry.get(effect.key) ?? 0) < 2_000) continue;
         lastTry.set(effect.key, now);
         const found = await fetch(`${stack.downstreamUrl}/v1/messages/by-key/${encodeURIComponent(effect.key)}`, { signal: AbortSignal.timeout(5_000) }).catch(() => undefined);

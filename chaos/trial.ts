@@ -34,6 +34,17 @@ export interface TrialRecord {
 export interface TrialOptions {
   /** How long a trial may take before its job counts as unsettled. */
   settleMs: number;
+  /** Only for the live self-test: break an invariant on purpose, to see the checks catch it. */
+  sabotage?: Sabotage;
+}
+
+export interface Sabotage {
+  /** Runs beside the submits and faults. */
+  during?(scope: TrialScope): Promise<void>;
+  /** Runs after the job settled, before it is observed. */
+  after?(scope: TrialScope, jobId: string): Promise<void>;
+  /** False: nobody resolves what waits. */
+  operator?: boolean;
 }
 
 const SUBMIT_TIMEOUT_MS = 20_000;
@@ -121,16 +132,17 @@ async function execute(ctx: RunContext, plan: TrialPlan, options: TrialOptions, 
     ? jobId.then((id) => (id ? submit(0, 'conflict', plan.conflictingMessage!) : undefined))
     : Promise.resolve(undefined);
   // The operator works from the start, as one on call would; its patience leaves the drawn races their turn.
-  let busy = 4;
+  let busy = 5;
   const done = <T>(task: Promise<T>): Promise<T> => task.finally(() => busy--);
-  const [, strikeResult, raceResult, , , settled] = await Promise.all([
+  const [, strikeResult, raceResult, , , , settled] = await Promise.all([
     done(submits),
     done(strike(scope, plan.process)),
     done(race(scope, plan.race)),
     done(conflict),
+    done(options.sabotage?.during?.(scope) ?? Promise.resolve()),
     discover,
     // Gives up on a job without a workflow only once no client or fault can still start or move one.
-    settle(scope, plan.operatorOutcome, () => busy === 0),
+    settle(scope, options.sabotage?.operator === false ? undefined : plan.operatorOutcome, () => busy === 0),
   ]);
 
   const id = await jobId;
@@ -141,6 +153,9 @@ async function execute(ctx: RunContext, plan: TrialPlan, options: TrialOptions, 
     note('worker-2 stopped');
   }
 
+  // A process that was paused may still act once it runs again (a late send): give it time to show before looking.
+  await sleep(plan.process.kind === 'pause-worker' ? 3_000 : 500);
+  if (id && options.sabotage?.after) await options.sabotage.after(scope, id);
   let observation = await observe({
     db: stack.db,
     temporal: stack.temporal,
