@@ -22,6 +22,7 @@ export const VIOLATION_KINDS = {
   replay: 'every replay (same key, same body) and every terminal answer equals the stored result',
   attempts: 'no more attempts than ONCEFLOW_MAX_ATTEMPTS',
   crash: 'no process of the stack dies unless the suite killed it',
+  'bad-input': 'bytes PostgreSQL cannot store (NUL, a lone surrogate) are refused with 400',
   phantom: 'an attempt the ledger failed for anything but its answer was never executed by its provider (no hidden second execution)',
   outcome: 'a job fails only for a cause the trial gave it (failing providers, a refusing downstream, an effect an operator settled as failed)',
 } as const;
@@ -183,6 +184,13 @@ export function checkPhantoms(obs: Observation): Violation[] {
   return phantoms.map((a) => ({ kind: 'phantom' as const, detail: `attempt #${a.seq} (${a.provider}) is failed (${a.errorClass ?? 'no class'}) but ${a.provider} shows its request ${a.atProvider}` }));
 }
 
+export function checkBadInput(obs: Observation): Violation[] {
+  return obs.exchanges
+    .filter((e) => e.label === 'bad-input' && e.status !== 0 && e.status !== 400)
+    .slice(0, 1)
+    .map((e) => ({ kind: 'bad-input' as const, detail: `${e.method} ${e.path.slice(0, 80)} with bad bytes was answered ${e.status}, not 400` }));
+}
+
 /** Every check on one trial. */
 export function checkTrial(obs: Observation): Violation[] {
   return [
@@ -197,5 +205,6 @@ export function checkTrial(obs: Observation): Violation[] {
     ...checkCrashes(obs),
     ...checkOutcome(obs),
     ...checkPhantoms(obs),
+    ...checkBadInput(obs),
   ];
 }

@@ -43,6 +43,9 @@ export type OperatorRace =
   /** SIGSTOP the providers during a reconcile lookup, resolve meanwhile, SIGCONT: the lookup then answers "completed". */
   | { kind: 'race-reconcile-paused'; pauseAfterUnknownMs: number; pausedMs: number; resolveAtFraction: number; outcome: 'failed' | 'cancelled' };
 
+/** A request with bytes PostgreSQL cannot store, under its own key and ticket: must be a 400, never a 5xx. */
+export type BadInput = 'nul-in-body' | 'lone-surrogate-in-body' | 'nul-in-query' | 'nul-in-path';
+
 export interface TrialPlan {
   runSeed: number;
   trial: number;
@@ -65,6 +68,7 @@ export interface TrialPlan {
   secondWorker: boolean;
   /** What the suite's operator says when it resolves an unknown attempt that never answers. */
   operatorOutcome: 'failed' | 'cancelled';
+  badInput?: BadInput;
 }
 
 const AT = SETTINGS.attemptTimeoutMs;
@@ -252,6 +256,8 @@ export function drawPlan(runSeed: number, trial: number, runTag: string): TrialP
     race,
     secondWorker,
     operatorOutcome: rng.chance(0.7) ? 'failed' : 'cancelled',
+    // Drawn last, so the draws above stay those of earlier versions of the catalogue.
+    ...(rng.chance(0.12) ? { badInput: rng.pick<BadInput>(['nul-in-body', 'lone-surrogate-in-body', 'nul-in-query', 'nul-in-path']) } : {}),
   };
 }
 
@@ -286,5 +292,6 @@ export function faultKinds(plan: TrialPlan): string[] {
   if (plan.process.kind !== 'none') kinds.push(plan.process.kind);
   if (plan.race.kind !== 'none') kinds.push(plan.race.kind);
   if (plan.secondWorker) kinds.push('second-worker');
+  if (plan.badInput) kinds.push(`bad-input:${plan.badInput}`);
   return kinds;
 }

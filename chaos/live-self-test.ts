@@ -121,7 +121,7 @@ function scenarios(): Scenario[] {
     {
       name: 'a good job marked failed',
       expect: 'outcome',
-      sabotage: (ctx) => ({ after: (_, id) => sql(ctx.stack.db, `UPDATE jobs SET status = 'failed', result = NULL, error = '{"type": "sabotage"}' WHERE id = $1`, [id]) }),
+      sabotage: (ctx) => ({ after: (_, id) => sql(ctx.stack.db, `UPDATE jobs SET status = 'failed', result = NULL, error = '{"type": "sabotage", "detail": "marked failed by the live self-test"}' WHERE id = $1`, [id]) }),
     },
     {
       name: "a provider request under a failed attempt's id",

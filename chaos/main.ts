@@ -120,7 +120,7 @@ async function main(): Promise<number> {
   process.on('SIGTERM', onSignal);
 
   const started = Date.now();
-  log(`seed ${options.seed}; ${options.trialNumbers.length === 1 ? `trial ${options.trialNumbers[0]}` : `${options.trialNumbers.length} trials`}; concurrency ${options.concurrency}`);
+  if (!options.liveSelfTest) log(`seed ${options.seed}; ${options.trialNumbers.length === 1 ? `trial ${options.trialNumbers[0]}` : `${options.trialNumbers.length} trials`}; concurrency ${options.concurrency}`);
   stack = await startStack(supervisor, { log, keepRunDir: options.keep });
   const ctx: RunContext = { stack, windows: [], log, ...(options.histories ? { historiesDir: options.histories } : {}) };
   if (options.liveSelfTest) {

@@ -145,6 +145,10 @@ const VIOLATING: Record<ViolationKind, Array<[string, Mutation]>> = {
     ['a not_sent attempt the provider executed', (obs) => Object.assign(obs.attempts[0]!, { errorClass: 'not_sent', atProvider: 'completed' })],
     ['a not_executed attempt the provider is executing', (obs) => Object.assign(obs.attempts[0]!, { errorClass: 'not_executed', atProvider: 'executing' })],
   ],
+  'bad-input': [
+    ['a NUL in the body answered 500', (obs) => obs.exchanges.push({ ...exchange('bad-input', 500, { title: 'Internal error' }), path: '/v1/jobs' })],
+    ['a lone surrogate answered 202', (obs) => obs.exchanges.push({ ...exchange('bad-input', 202, { id: OTHER, status: 'accepted', attempts: [] }), path: '/v1/jobs' })],
+  ],
   crash: [['a worker that died of an unhandled error', (obs) => obs.crashes.push({ name: 'worker-1', at: 1_500, detail: 'worker-1 exited with 1: Error: Connection terminated unexpectedly' })]],
 };
 
@@ -169,6 +173,7 @@ const EXCUSED: Array<[string, Mutation]> = [
   }],
   ['an off-contract answer (executed, failed for its answer)', (obs) => Object.assign(obs.attempts[0]!, { errorClass: 'contract_violation', atProvider: 'completed' })],
   ['an attempt an operator resolved while the provider still executes it', (obs) => Object.assign(obs.attempts[0]!, { errorClass: 'operator', resolved: true, atProvider: 'executing' })],
+  ['bad bytes refused with 400', (obs) => obs.exchanges.push(exchange('bad-input', 400, { title: 'Invalid input' }))],
   ['a non-terminal answer before the terminal one', (obs) => obs.exchanges.push(exchange('poll', 200, { id: JOB, status: 'awaiting_resolution', attempts: [] }))],
 ];
 
@@ -211,6 +216,7 @@ function drawCases(): SelfTestResult[] {
     if (plan.secondWorker) seen.add('second worker');
     if (plan.burst > 1) seen.add('storm');
     if (plan.conflictingMessage) seen.add('conflict');
+    if (plan.badInput) seen.add(`bad ${plan.badInput}`);
   }
   const wanted = [
     ...['ok', 'delay', 'hang', 'late', 'refuse', 'reset', 'extra-key', 'prose', ...[429, 400, 500, 502, 503, 504].map((c) => `status=${c}`)].map((b) => `provider ${b}`),
@@ -218,6 +224,7 @@ function drawCases(): SelfTestResult[] {
     ...['none', 'kill-worker', 'kill-api', 'restart-pg', 'pause-worker'].map((k) => `process ${k}`),
     ...['submit', 'attempt-running', 'attempt-won', 'effect-claimed'].map((a) => `anchor ${a}`),
     ...['none', 'race-late', 'race-reconcile-paused'].map((k) => `race ${k}`),
+    ...['nul-in-body', 'lone-surrogate-in-body', 'nul-in-query', 'nul-in-path'].map((b) => `bad ${b}`),
     'second worker',
     'storm',
     'conflict',

@@ -8,6 +8,7 @@ import { ApiClient, type Exchange } from './api-client';
 import { checkTrial, type Violation } from './checks';
 import { sleep, type RunContext, type TrialEvent, type TrialScope } from './context';
 import { expectsSuccess, faultKinds, type TrialPlan } from './faults';
+import { sendBadInput } from './bad-input';
 import { saveHistory } from './histories';
 import { isJobView } from './job-view';
 import { observe, type Observation } from './observe';
@@ -132,14 +133,15 @@ async function execute(ctx: RunContext, plan: TrialPlan, options: TrialOptions, 
     ? jobId.then((id) => (id ? submit(0, 'conflict', plan.conflictingMessage!) : undefined))
     : Promise.resolve(undefined);
   // The operator works from the start, as one on call would; its patience leaves the drawn races their turn.
-  let busy = 5;
+  let busy = 6;
   const done = <T>(task: Promise<T>): Promise<T> => task.finally(() => busy--);
-  const [, strikeResult, raceResult, , , , settled] = await Promise.all([
+  const [, strikeResult, raceResult, , , , , settled] = await Promise.all([
     done(submits),
     done(strike(scope, plan.process)),
     done(race(scope, plan.race)),
     done(conflict),
     done(options.sabotage?.during?.(scope) ?? Promise.resolve()),
+    done(sendBadInput(scope, plan)),
     discover,
     // Gives up on a job without a workflow only once no client or fault can still start or move one.
     settle(scope, options.sabotage?.operator === false ? undefined : plan.operatorOutcome, () => busy === 0),
@@ -201,6 +203,7 @@ function judgeRan(record: TrialRecord, obs: Observation, struck: StrikeResult, r
     else if (kind === 'storm') [ran, why] = [twoxx >= 2, 'fewer than two submits were answered 2xx'];
     else if (kind === 'conflict') [ran, why] = [obs.exchanges.some((e) => e.label === 'conflict' && e.status !== 0), 'the conflicting submit got no answer'];
     else if (kind === 'second-worker') [ran, why] = [openAt(workerTwoUp), 'the job ended before worker-2 was up'];
+    else if (kind.startsWith('bad-input:')) [ran, why] = [obs.exchanges.some((e) => e.label === 'bad-input' && e.status !== 0), 'the bad request got no answer'];
     else if (kind.startsWith('race-')) [ran, why] = [raced.resolution?.status === 200 && !raced.notRun, raced.notRun ?? 'no resolution'];
     else [ran, why] = [openAt(struck.struckAt), struck.notRun ?? 'the job was terminal when it struck'];
     record.ran[kind] = ran;
