@@ -26,7 +26,7 @@ function row(label: string, cells: Array<string | number>, widths: number[]): st
 export function renderReport(summary: RunSummary): string {
   const { records } = summary;
   const kinds = [...new Set(records.flatMap((r) => r.kinds))].sort();
-  const widths = [26, 6, 5, 7, ...COLUMNS.map((c) => Math.max(c.length, 3))];
+  const widths = [34, 6, 5, 7, ...COLUMNS.map((c) => Math.max(c.length, 3))];
   const lines: string[] = [];
   lines.push(row('fault kind', ['trials', 'ran', 'not-run', ...COLUMNS], widths));
   lines.push('-'.repeat(widths.reduce((a, b) => a + b + 1, 0)));
