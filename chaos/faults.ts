@@ -211,7 +211,7 @@ export function composeMessage(base: string, primary: ProviderFault, backup: Pro
 
 /**
  * Draws the whole plan of one trial. Same run seed and trial number, same plan.
- * @param runTag distinguishes this run's keys and tickets from another run's.
+ * @param runTag distinguishes the keys and tickets of repeated runs of one trial (--repeat); it changes no draw.
  */
 export function drawPlan(runSeed: number, trial: number, runTag: string): TrialPlan {
   const rng = createPrng(trialSeed(runSeed, trial));

@@ -33,6 +33,9 @@ options:
                     the same seed draws the same faults for every trial
   --trial T         run only trial T of the seed (repeatable): exactly the draws
                     it had in the full run
+  --repeat K        run each selected trial K times (default 1): the draws are
+                    the same each time, the timing of the races they set up is
+                    not, so a timing-dependent failure may need a few runs
   --concurrency C   trials at once (default 2); trials with process faults,
                     a second worker or paused simulators always run alone
   --settle-ms MS    how long a trial may take before its job counts as
@@ -59,6 +62,7 @@ function parse(argv: string[]) {
       seed: { type: 'string' },
       trial: { type: 'string', multiple: true },
       concurrency: { type: 'string' },
+      repeat: { type: 'string' },
       'settle-ms': { type: 'string' },
       keep: { type: 'boolean' },
       json: { type: 'string' },
@@ -85,6 +89,7 @@ function parse(argv: string[]) {
     seed: seed | 0,
     trialNumbers: only.length ? only : Array.from({ length: trials }, (_, i) => i + 1),
     concurrency: int(values.concurrency, 'concurrency', 2, 1),
+    repeat: int(values.repeat, 'repeat', 1, 1),
     settleMs: int(values['settle-ms'], 'settle-ms', 90_000, 5_000),
     keep: values.keep ?? false,
     json: values.json,
@@ -132,8 +137,9 @@ async function main(): Promise<number> {
   }
   let records: TrialRecord[];
   try {
-    const jobs = options.trialNumbers.map((trial) => {
-      const plan = drawPlan(options.seed, trial, '');
+    const runs = options.trialNumbers.flatMap((trial) => Array.from({ length: options.repeat }, (_, k) => ({ trial, tag: k === 0 ? '' : `r${k}` })));
+    const jobs = runs.map(({ trial, tag }) => {
+      const plan = drawPlan(options.seed, trial, tag);
       return { alone: runsAlone(plan), run: () => runTrial(ctx, plan, { settleMs: options.settleMs }) };
     });
     records = await schedule(jobs, options.concurrency, (record) => log(trialLine(record)), () => interrupted);
