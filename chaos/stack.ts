@@ -163,8 +163,8 @@ export async function startStack(supervisor: Supervisor, options: StackOptions):
     if (!cli) throw new Error('no Temporal CLI: run `npm run tools -- ensure` (or set TEMPORAL_CLI_PATH)');
     const temporalPort = await freePort();
     const devConfig = { ...loadTemporalDevConfig(undefined, { TEMPORAL_PORT: String(temporalPort), TEMPORAL_DB_FILENAME: '' }), ui: false };
-    await supervisor.start({ name: 'temporal', command: cli.path, args: devServerArgs(devConfig), env: process.env, logFile: logFile('temporal') });
-    await waitForPort(devConfig.ip, temporalPort, 60_000);
+    const temporalServer = await supervisor.start({ name: 'temporal', command: cli.path, args: devServerArgs(devConfig), env: process.env, logFile: logFile('temporal') });
+    await waitForPort(devConfig.ip, temporalPort, 60_000, () => temporalServer.alive);
     const temporalAddress = `${devConfig.ip}:${temporalPort}`;
     log(`Temporal dev server at ${temporalAddress} (namespace ${devConfig.namespace}, in memory)`);
 
