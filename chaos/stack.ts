@@ -14,7 +14,7 @@ import { Client, Connection } from '@temporalio/client';
 import { startEmbeddedPostgres, type RunningPostgres } from '../src/stack/postgres';
 import { devServerArgs, freePort, loadTemporalDevConfig, waitForPort } from '../src/stack/temporal-dev';
 import { resolveTemporalCli } from '../src/stack/tools';
-import { projectRoot } from '../src/stack/paths';
+import { projectRoot } from '../src/paths';
 import { settingsEnv } from './settings';
 import { Supervisor, type ManagedProcess } from './supervisor';
 
