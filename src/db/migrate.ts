@@ -3,6 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Pool } from 'pg';
 import { migrationsDir } from '../paths';
+import { checkout } from './pool';
 
 export interface Migration {
   version: number;
@@ -42,7 +43,7 @@ export function readMigrations(dir = migrationsDir): Migration[] {
  * @throws MigrationError when an applied migration's file was edited.
  */
 export async function migrate(pool: Pool, migrations = readMigrations()): Promise<string[]> {
-  const client = await pool.connect();
+  const { client, release } = await checkout(pool);
   const applied: string[] = [];
   try {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_ID]);
@@ -76,6 +77,6 @@ export async function migrate(pool: Pool, migrations = readMigrations()): Promis
     return applied;
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_ID]).catch(() => undefined);
-    client.release();
+    release();
   }
 }

@@ -47,7 +47,7 @@ export async function assertReachable(pool: Pool, connectionString: string): Pro
  */
 export async function inTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>, tries = 3): Promise<T> {
   for (let attempt = 1; ; attempt++) {
-    const client = await pool.connect();
+    const { client, release } = await checkout(pool);
     try {
       await client.query('BEGIN');
       const result = await fn(client);
@@ -57,7 +57,30 @@ export async function inTransaction<T>(pool: Pool, fn: (client: PoolClient) => P
       await client.query('ROLLBACK').catch(() => undefined);
       if (attempt >= tries || !isRetryableTransactionError(err)) throw err;
     } finally {
-      client.release();
+      release();
     }
   }
+}
+
+/**
+ * A client taken from the pool for several statements. The pool listens for
+ * a lost connection only while a client is idle; while it is out, its loss
+ * is heard here (else it would end the process), the statement in flight or
+ * the next one fails, and release() then destroys the client instead of
+ * returning it to the pool.
+ */
+export async function checkout(pool: Pool): Promise<{ client: PoolClient; release(): void }> {
+  const client = await pool.connect();
+  let lost: Error | undefined;
+  const onError = (err: Error): void => {
+    lost = err;
+  };
+  client.on('error', onError);
+  return {
+    client,
+    release() {
+      client.removeListener('error', onError);
+      client.release(lost);
+    },
+  };
 }

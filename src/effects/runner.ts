@@ -137,6 +137,9 @@ export function createEffectRunner(deps: EffectRunnerDeps) {
       return stateOf(effect.jobId, effect.name);
     }
     for (;;) {
+      // A caller that was given up on (its activity timed out or was cancelled) sends nothing:
+      // the claim stays `claimed`, and whoever recovers it performs it.
+      if (call.signal?.aborted) return stateOf(effect.jobId, effect.name);
       // Invariant 8: the ledger says `sending` before anything goes out.
       const tries = await beginEffectTry(db, effect.id, call.owner);
       if (tries === undefined) return stateOf(effect.jobId, effect.name);

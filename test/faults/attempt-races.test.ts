@@ -132,7 +132,7 @@ describe('attempt transitions are compare-and-swaps (invariant 12)', () => {
     // Act: the workflow's next step, then the call it asks for.
     const step = await stack.activities.advanceJob({ jobId, attemptId: randomUUID() });
     if (step.kind !== 'call') throw new Error(`expected a call, got ${step.kind}`);
-    const report = await new MockActivityEnvironment().run(stack.activities.callProvider, step.attemptId);
+    const report = await new MockActivityEnvironment({ startToCloseTimeoutMs: 60_000 }).run(stack.activities.callProvider, step.attemptId);
 
     // Assert
     expect(await getAttempt(stack.db.pool, lost)).toMatchObject({ status: 'failed', errorClass: 'not_sent' });

@@ -39,8 +39,9 @@ describe('a fault between the winning attempt and the claim of its effect', () =
   }, 40_000);
 
   it('sends once, and succeeds, when Temporal gives up on a slow claim that then completes: the claim decides, not the timeout', async () => {
-    // Arrange: the first claim (made by the winning call itself) takes longer than that call's whole
-    // budget: the 2 s attempt, 5 s of grace and the 1.5 s lease.
+    // Arrange: the first claim (made by the winning call itself) stalls, holding the job row, for
+    // longer than that call's whole budget (the 2 s attempt, 5 s of grace, the 1.5 s lease): Temporal
+    // gives up on the call, and the stalled claim then wins; the call, given up on, sends nothing.
     stack = await startTestStack({ activityDb: (pool) => interceptQueries(pool, onStatements(/INSERT INTO effects/, 1, pause(2_000 + 5_000 + LEASE_MS + 1_500))) });
     const ticketId = `T-${randomUUID().slice(0, 8)}`;
 

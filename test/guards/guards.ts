@@ -116,6 +116,14 @@ export const GUARDS: Guard[] = [
     testNamePattern: 'long Retry-After',
   },
   {
+    name: 'a caller given up on sends nothing: its claim is left for recovery',
+    file: 'src/effects/runner.ts',
+    find: 'if (call.signal?.aborted) return stateOf(effect.jobId, effect.name);',
+    replace: '',
+    tests: ['test/faults/effect-faults.test.ts'],
+    testNamePattern: 'slow claim',
+  },
+  {
     name: 'an attempt heartbeats from its first line',
     file: 'src/activities/attempt-activities.ts',
     find: '  const context = Context.current();\n  context.heartbeat();\n  const beat = setInterval',
