@@ -42,7 +42,7 @@ options:
                     unsettled (default 90000)
   --keep            keep the run folder (.data/chaos/run-*) with every log
   --json FILE       write every trial's plan, events, observation and verdict
-  --histories DIR   keep each job's workflow history (binary protobuf, for replay tests)
+  --histories DIR   keep each job's workflow history (JSON, for the replay gate)
   --self-test       no stack: show that each check fires on fabricated data,
                     and that the draws are reproducible and cover the catalogue
   --live-self-test  on the real stack: break each invariant on purpose (from
