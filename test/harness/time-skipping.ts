@@ -73,6 +73,7 @@ export async function startTimeSkippingStack(settings: NodeJS.ProcessEnv = {}, o
     }),
   );
   const activities = opts.wrapActivities ? opts.wrapActivities(built) : built;
+  const workers = new Set<Worker>();
   return {
     env,
     db,
@@ -81,7 +82,12 @@ export async function startTimeSkippingStack(settings: NodeJS.ProcessEnv = {}, o
     taskQueue,
     async withWorker(fn) {
       const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: workflowBundle(), activities });
-      return worker.runUntil(fn);
+      workers.add(worker);
+      try {
+        return await worker.runUntil(fn);
+      } finally {
+        workers.delete(worker);
+      }
     },
     async startJob(message) {
       const scope = { principalId: 'alice', operation: 'support.reply', idempotencyKey: randomUUID() };
@@ -92,6 +98,8 @@ export async function startTimeSkippingStack(settings: NodeJS.ProcessEnv = {}, o
       return { jobId: job.id, workflowId: job.workflowId };
     },
     async close() {
+      // A test that timed out leaves its worker running: stop it before its server goes away.
+      for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
       await env.teardown();
       await sims.close();
       await db.drop();
