@@ -40,8 +40,10 @@ export async function startOnceflow(infra: Infra, env: NodeJS.ProcessEnv = {}): 
     SIM_DOWNSTREAM_PORT: portOf(infra.sims.downstreamUrl),
     ...env,
   };
-  const worker = await startService(process.execPath, [path.join(root, 'dist', 'worker', 'main.js')], common, /^worker: polling/);
-  const api = await startService(process.execPath, [path.join(root, 'dist', 'api', 'main.js')], common, /^api: listening on (\S+)/).catch(async (err: unknown) => {
+  // BENCH_PROFILE=<dir> writes a CPU profile of each process when it stops (open it in Chrome DevTools).
+  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+  const worker = await startService(process.execPath, [...profile, path.join(root, 'dist', 'worker', 'main.js')], common, /^worker: polling/);
+  const api = await startService(process.execPath, [...profile, path.join(root, 'dist', 'api', 'main.js')], common, /^api: listening on (\S+)/).catch(async (err: unknown) => {
     await worker.stop();
     throw err;
   });

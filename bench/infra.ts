@@ -78,7 +78,10 @@ export async function startInfra(log: (line: string) => void): Promise<Infra> {
     stops.push(pg.stop);
     const cli = await resolveTemporalCli({ build: true, log });
     if (!cli) throw new Error('no Temporal CLI (run npm run tools -- ensure)');
-    const temporal = await startDevServer(cli.path, { ...loadTemporalDevConfig(), port: await freePort(), ui: false, dbFilename: undefined }, log);
+    const devConfig = loadTemporalDevConfig();
+    // BENCH_TEMPORAL_DYNAMIC_CONFIG='{}' replaces temporal-dev.yaml's dynamic config (to measure what a setting costs).
+    const dynamicConfig = process.env.BENCH_TEMPORAL_DYNAMIC_CONFIG ? (JSON.parse(process.env.BENCH_TEMPORAL_DYNAMIC_CONFIG) as Record<string, unknown>) : devConfig.dynamicConfig;
+    const temporal = await startDevServer(cli.path, { ...devConfig, dynamicConfig, port: await freePort(), ui: false, dbFilename: undefined }, log);
     stops.push(temporal.stop);
     const sims = await startService(
       process.execPath,

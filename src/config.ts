@@ -26,6 +26,8 @@ export interface OnceflowConfig {
     uiUrl: string;
     /** How long a workflow task waits on the sticky queue of the worker that ran it last before any worker may take it. */
     stickyQueueTimeoutMs: number;
+    /** A workflow task not finished in this long is given to another worker (how soon a worker lost during a call is noticed). */
+    workflowTaskTimeoutMs: number;
   };
   api: {
     host: string;
@@ -119,6 +121,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): OnceflowConfig
       uiUrl: (env.TEMPORAL_UI_URL ?? 'http://127.0.0.1:8233').replace(/\/$/, ''),
       // Short, so a lost worker's workflows move to another worker in about a second, not ten.
       stickyQueueTimeoutMs: int(env, 'ONCEFLOW_STICKY_QUEUE_TIMEOUT_MS', 1_000, 100),
+      workflowTaskTimeoutMs: int(env, 'ONCEFLOW_WORKFLOW_TASK_TIMEOUT_MS', 10_000, 1_000, 120_000),
     },
     api: {
       host,

@@ -10,9 +10,14 @@ import type { AttemptReport } from '../temporal/contract';
 import type { ActivityDeps } from './deps';
 import { effectCallOfThisActivity } from './effect-call';
 
-/** Heartbeats for the whole life of an activity, from its first line: a live worker is never taken for a lost one. */
+/**
+ * Heartbeats for the whole life of an activity, from its first line: a live
+ * worker is never taken for a lost one. A local activity has no heartbeat:
+ * its workflow task's timeout tells a lost worker.
+ */
 function startHeartbeat(heartbeatTimeoutMs: number): () => void {
   const context = Context.current();
+  if (context.info.isLocal) return () => undefined;
   context.heartbeat();
   const beat = setInterval(() => context.heartbeat(), Math.max(200, Math.floor(heartbeatTimeoutMs / 3)));
   return () => clearInterval(beat);

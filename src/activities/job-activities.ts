@@ -104,7 +104,7 @@ export function createJobActivities(deps: ActivityDeps) {
     const live = await findLiveAttempt(tx, job.id);
     if (live?.status === AttemptStatus.unknown) return { kind: 'await', attemptId: live.id };
     if (live?.status === AttemptStatus.starting && live.id === request.attemptId) {
-      return { kind: 'call', attemptId: live.id, provider: live.provider, model: live.model };
+      return { kind: 'call', attemptId: live.id, provider: live.provider, model: live.model, seq: live.seq };
     }
     if (live?.status === AttemptStatus.starting) {
       // Its call never marked it sent, and the CAS on `starting` keeps a late one from doing so now.
@@ -146,7 +146,7 @@ export function createJobActivities(deps: ActivityDeps) {
     if (opened.kind !== 'opened') throw new Error(`job ${job.id}: an attempt went live while the job row was locked`);
     const kind: AttemptKind = !last ? 'first' : step.provider === last.provider ? 'retry' : 'fallback';
     metrics.attemptsStarted.inc({ operation: job.operation, provider: step.provider, kind });
-    return { kind: 'call', attemptId: opened.attempt.id, provider: step.provider, model: step.model };
+    return { kind: 'call', attemptId: opened.attempt.id, provider: step.provider, model: step.model, seq: opened.attempt.seq };
   }
 
   return {

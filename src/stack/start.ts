@@ -63,6 +63,7 @@ async function start(stops: Stops, stopAll: () => Promise<void>, signal: AbortSi
     ONCEFLOW_ATTEMPT_TIMEOUT_MS: '5000',
     ONCEFLOW_RECONCILE_INTERVAL_MS: '5000',
     ONCEFLOW_HEARTBEAT_TIMEOUT_MS: '3000',
+    ONCEFLOW_WORKFLOW_TASK_TIMEOUT_MS: '3000',
     ONCEFLOW_EFFECT_LEASE_MS: '5000',
     ...process.env,
   };

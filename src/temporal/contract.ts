@@ -24,7 +24,21 @@ export interface JobWorkflowInput {
   searchAttributes?: boolean;
   /** The status search attribute as the previous run left it (carried across continue-as-new). */
   status?: string;
+  /**
+   * The workflow revision this job's runs follow (absent: 1). A change of
+   * behaviour that would not replay earlier histories is keyed on it: runs
+   * started before the change keep their path, new runs take the new one.
+   * Unlike patched(), it costs no marker and no search-attribute write per job.
+   */
+  revision?: number;
 }
+
+/**
+ * The revision new job workflows start with.
+ * 2: the whole happy path is one workflow task (the call is a local
+ *    activity) and a first attempt publishes no 'running' status.
+ */
+export const JOB_WORKFLOW_REVISION = 2;
 
 export const RETENTION_WORKFLOW = 'retentionWorkflow';
 export const RETENTION_SCHEDULE_ID = 'onceflow-retention';
@@ -60,8 +74,8 @@ export interface JobTimings {
  */
 export type JobAction =
   | { kind: 'terminal'; status: string }
-  /** An attempt is open (starting): send it. */
-  | { kind: 'call'; attemptId: string; provider: string; model: string }
+  /** An attempt is open (starting): send it. `seq` counts the job's attempts (1 for the first). */
+  | { kind: 'call'; attemptId: string; provider: string; model: string; seq?: number }
   /** An attempt is unknown: nothing new starts until it is reconciled or resolved (invariant 4). */
   | { kind: 'await'; attemptId: string }
   /** The next attempt goes to the provider that just failed: not before this. */

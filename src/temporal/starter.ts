@@ -1,12 +1,14 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
-import { JOB_WORKFLOW, searchAttributes, type JobWorkflowInput } from './contract';
+import { JOB_WORKFLOW, JOB_WORKFLOW_REVISION, searchAttributes, type JobWorkflowInput } from './contract';
 
 export interface WorkflowTarget {
   client: Client;
   taskQueue: string;
   /** False on a server without Onceflow's search attributes registered. */
   searchAttributes: boolean;
+  /** The workflow task timeout new job workflows get (Temporal's default, 10 s, when absent). */
+  workflowTaskTimeoutMs?: number;
 }
 
 /** What starting a job's workflow needs to know of the job. */
@@ -24,12 +26,13 @@ export interface JobToStart {
  * or whose workflow ended before the job did, starts a new run that drives it.
  */
 export async function startOrAttachJobWorkflow(target: WorkflowTarget, job: JobToStart): Promise<void> {
-  const input: JobWorkflowInput = { jobId: job.id, searchAttributes: target.searchAttributes, status: job.status };
+  const input: JobWorkflowInput = { jobId: job.id, searchAttributes: target.searchAttributes, status: job.status, revision: JOB_WORKFLOW_REVISION };
   await target.client.workflow.start(JOB_WORKFLOW, {
     taskQueue: target.taskQueue,
     workflowId: job.workflowId,
     args: [input],
     workflowIdConflictPolicy: 'USE_EXISTING',
+    ...(target.workflowTaskTimeoutMs ? { workflowTaskTimeout: target.workflowTaskTimeoutMs } : {}),
     typedSearchAttributes: target.searchAttributes
       ? new TypedSearchAttributes([
           { key: searchAttributes.principal, value: job.principalId },

@@ -11,6 +11,8 @@ export const HISTORY_EVENTS_PER_RUN = 1_000;
 /** What one run of a job's workflow keeps: the wake-up flag and the last status it published. */
 export interface JobRun {
   readonly jobId: string;
+  /** The workflow revision this run follows (see JobWorkflowInput.revision). */
+  readonly revision: number;
   /** Publishes the status search attribute, only when it changed. */
   setStatus(status: string): void;
   /** Forgets earlier wake-ups: called before a look at the ledger, so a signal during the look is not lost. */
@@ -29,6 +31,7 @@ export function startJobRun(input: JobWorkflowInput): JobRun {
   });
   return {
     jobId: input.jobId,
+    revision: input.revision ?? 1,
     setStatus(status) {
       if (status === published) return;
       published = status;
@@ -43,7 +46,12 @@ export function startJobRun(input: JobWorkflowInput): JobRun {
     async continueAsNewIfLong() {
       const info = workflowInfo();
       if (info.historyLength < HISTORY_EVENTS_PER_RUN && !info.continueAsNewSuggested) return;
-      const next: JobWorkflowInput = { jobId: input.jobId, ...(input.searchAttributes === false ? { searchAttributes: false } : {}), ...(published ? { status: published } : {}) };
+      const next: JobWorkflowInput = {
+        jobId: input.jobId,
+        ...(input.searchAttributes === false ? { searchAttributes: false } : {}),
+        ...(published ? { status: published } : {}),
+        ...(input.revision ? { revision: input.revision } : {}),
+      };
       await continueAsNew<(input: JobWorkflowInput) => Promise<string>>(next);
     },
   };

@@ -26,8 +26,10 @@ export async function jobWorkflow(input: JobWorkflowInput): Promise<string> {
         terminal = step.status;
         break;
       case 'call': {
-        run.setStatus('running');
-        const report = await callAttempt(step.attemptId, step.timings);
+        // From revision 2 a first attempt publishes no 'running': a job that wins at once goes
+        // from accepted to its end with one search-attribute write.
+        if (run.revision < 2 || (step.seq ?? 2) > 1) run.setStatus('running');
+        const report = await callAttempt(run, step.attemptId, step.timings);
         if (report?.jobTerminal) terminal = report.jobStatus;
         else if (report?.effects) terminal = await runEffects(run, report.effects, step.timings);
         break;

@@ -71,6 +71,7 @@ export async function startTestStack(opts: TestStackOptions = {}): Promise<TestS
     ONCEFLOW_RATE_LIMIT_PER_MINUTE: '100000',
     ONCEFLOW_ATTEMPT_TIMEOUT_MS: '2000',
     ONCEFLOW_HEARTBEAT_TIMEOUT_MS: '1000',
+    ONCEFLOW_WORKFLOW_TASK_TIMEOUT_MS: '3000',
     ONCEFLOW_RECONCILE_INTERVAL_MS: '500',
     ONCEFLOW_ATTEMPT_BACKOFF_MS: '50',
     ONCEFLOW_EFFECT_LEASE_MS: '1500',
@@ -84,7 +85,7 @@ export async function startTestStack(opts: TestStackOptions = {}): Promise<TestS
   const keys = parseApiKeys(`alice:${KEYS.alice},bob:${KEYS.bob}`, KEYS.operator);
   const metrics = createMetrics();
   const operations = opts.operations ?? createRegistry();
-  const workflows: WorkflowTarget = { client: temporal.client, taskQueue: temporal.taskQueue, searchAttributes: true };
+  const workflows: WorkflowTarget = { client: temporal.client, taskQueue: temporal.taskQueue, searchAttributes: true, workflowTaskTimeoutMs: config.temporal.workflowTaskTimeoutMs };
   const waiter = new JobWaiter(db.url);
   const app = await buildApp({
     config: { ...config, keys },

@@ -13,7 +13,7 @@ import { buildActivityDeps } from '../../src/worker/activity-deps';
 import { loadConfig } from '../../src/config';
 import { verifyContracts } from '../../src/contracts/verify';
 import { startSimStack, type SimStack } from '../../src/sim/stack';
-import { JOB_WORKFLOW, type JobWorkflowInput, type RouteStep } from '../../src/temporal/contract';
+import { JOB_WORKFLOW, JOB_WORKFLOW_REVISION, type JobWorkflowInput, type RouteStep } from '../../src/temporal/contract';
 import { createTestDatabase, type TestDatabase } from './database';
 import { createTimeSkippingEnv, workflowBundle } from './temporal';
 
@@ -93,7 +93,7 @@ export async function startTimeSkippingStack(settings: NodeJS.ProcessEnv = {}, o
       const scope = { principalId: 'alice', operation: 'support.reply', idempotencyKey: randomUUID() };
       const input = { ticketId: 'T-9', customerMessage: message, channel: 'chat' };
       const { job } = await admitJob(db.pool, { ...scope, input, schemaVersion: 1, requestDigest: requestDigest(scope.operation, 1, input), workflowId: jobWorkflowId(scope) });
-      const args: [JobWorkflowInput] = [{ jobId: job.id, searchAttributes: false }];
+      const args: [JobWorkflowInput] = [{ jobId: job.id, searchAttributes: false, revision: JOB_WORKFLOW_REVISION }];
       await env.client.workflow.start(JOB_WORKFLOW, { taskQueue, workflowId: job.workflowId, args });
       return { jobId: job.id, workflowId: job.workflowId };
     },
