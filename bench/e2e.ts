@@ -76,7 +76,7 @@ export async function startPeer(infra: Infra): Promise<System> {
   const service = await startService(
     process.execPath,
     [path.join(PEER_DIR, 'dist', 'server.js')],
-    { ...process.env, DBOS_DATABASE_URL: databaseUrl, PEER_PROVIDER_URL: `${infra.sims.primaryUrl}/v1`, PEER_DOWNSTREAM_URL: infra.sims.downstreamUrl, PEER_PORT: '0' },
+    { ...process.env, DBOS_DATABASE_URL: databaseUrl, PEER_PROVIDER_URL: infra.sims.primaryUrl, PEER_DOWNSTREAM_URL: infra.sims.downstreamUrl, PEER_PORT: '0' },
     /^\{"url":"([^"]+)"\}/,
   );
   return {

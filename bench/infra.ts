@@ -108,7 +108,8 @@ export async function startInfra(log: (line: string) => void): Promise<Infra> {
         await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
         await admin.query(`CREATE DATABASE ${name}`);
         await admin.end();
-        return `${serverUrl}/${name}`;
+        // BENCH_PG_UNIX=1: connect over the server's Unix socket instead of TCP loopback.
+        return process.env.BENCH_PG_UNIX === '1' ? `${serverUrl}/${name}?host=/tmp` : `${serverUrl}/${name}`;
       },
       async stop() {
         for (const stop of stops.reverse()) await stop().catch(() => undefined);

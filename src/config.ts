@@ -28,6 +28,8 @@ export interface OnceflowConfig {
     stickyQueueTimeoutMs: number;
     /** A workflow task not finished in this long is given to another worker (how soon a worker lost during a call is noticed). */
     workflowTaskTimeoutMs: number;
+    /** Onceflow's custom search attributes are registered on the server (OnceflowPrincipal, OnceflowOperation, OnceflowJobStatus). */
+    searchAttributes: boolean;
   };
   api: {
     host: string;
@@ -122,6 +124,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): OnceflowConfig
       // Short, so a lost worker's workflows move to another worker in about a second, not ten.
       stickyQueueTimeoutMs: int(env, 'ONCEFLOW_STICKY_QUEUE_TIMEOUT_MS', 1_000, 100),
       workflowTaskTimeoutMs: int(env, 'ONCEFLOW_WORKFLOW_TASK_TIMEOUT_MS', 10_000, 1_000, 120_000),
+      searchAttributes: int(env, 'ONCEFLOW_SEARCH_ATTRIBUTES', 1, 0, 1) === 1,
     },
     api: {
       host,

@@ -2,9 +2,11 @@ import { Context } from '@temporalio/activity';
 import { checkOutput } from '../contracts/output';
 import { checkRender } from '../contracts/render-check';
 import { isTerminal } from '../jobs/status';
-import { AttemptStatus, commitAttemptResult, type CommitOutcome, failAttempt, getAttempt, markAttemptRunning, markAttemptUnknown, noteEvidence, type AttemptRecord } from '../ledger/attempts';
+import { AttemptStatus, commitAndClaim, type CommitOutcome, failAttempt, getAttempt, getAttemptToSend, markAttemptRunning, markAttemptUnknown, noteEvidence, type AttemptRecord } from '../ledger/attempts';
+import type { EffectRecord } from '../ledger/effects';
+import type { EffectCall } from '../effects/runner';
 import { listEffects } from '../ledger/effects';
-import { getJob, getJobInput } from '../ledger/jobs';
+import { getJob } from '../ledger/jobs';
 import { ProviderCallError, type CallFailure } from '../providers/types';
 import type { AttemptReport } from '../temporal/contract';
 import type { ActivityDeps } from './deps';
@@ -42,10 +44,17 @@ export function createAttemptActivities(deps: ActivityDeps) {
 
   /**
    * An answer (live, or found by lookup) through the contract, then into the
-   * result slot by compare-and-swap. `from` is the status the attempt must
-   * still be in for a violation to fail it.
+   * result slot by compare-and-swap; when it wins a job with effects, the
+   * first effect is claimed in the same transaction, for `claimFor` to
+   * perform. `from` is the status the attempt must still be in for a
+   * violation to fail it.
    */
-  async function settleAnswer(attempt: AttemptRecord, from: AttemptStatus, content: string): Promise<CommitOutcome | 'violation'> {
+  async function settleAnswer(
+    attempt: AttemptRecord,
+    from: AttemptStatus,
+    content: string,
+    claimFor?: EffectCall,
+  ): Promise<{ outcome: CommitOutcome | 'violation'; output?: Record<string, unknown>; claimed?: EffectRecord }> {
     const operation = deps.operations.get(attempt.operation);
     if (!operation) throw new Error(`operation ${attempt.operation} is not registered`);
     const check = checkOutput(operation, content);
@@ -57,34 +66,86 @@ export function createAttemptActivities(deps: ActivityDeps) {
         evidence: { violations: check.violations, output: check.excerpt },
       });
       if (failed) metrics.attemptOutcomes.inc({ operation: attempt.operation, provider: attempt.provider, status: 'failed', class: 'contract_violation' });
-      return 'violation';
+      return { outcome: 'violation' };
     }
     // With effects to run, the job is not done yet: its result waits for their receipts.
-    const committed = await commitAttemptResult(db, attempt.id, check.output, { terminal: !operation.effects?.length });
-    if (committed !== 'succeeded') metrics.lateResultsDiscarded.inc({ operation: attempt.operation, provider: attempt.provider });
-    metrics.attemptOutcomes.inc({ operation: attempt.operation, provider: attempt.provider, status: committed === 'late' ? 'late' : committed, class: '' });
-    return committed;
+    const first = operation.effects?.[0];
+    const claim = first && claimFor ? { name: first, owner: claimFor.owner, leaseMs: deps.effectTimeoutMs } : undefined;
+    const { outcome, claimed } = await commitAndClaim(db, attempt, check.output, { terminal: !first, ...(claim ? { claim } : {}) });
+    if (outcome !== 'succeeded') metrics.lateResultsDiscarded.inc({ operation: attempt.operation, provider: attempt.provider });
+    metrics.attemptOutcomes.inc({ operation: attempt.operation, provider: attempt.provider, status: outcome, class: '' });
+    return { outcome, output: check.output as Record<string, unknown>, ...(claimed ? { claimed } : {}) };
   }
 
   /**
-   * The winner's effects, in this same execution: each claimed in the ledger
-   * first, so only this execution performs it (invariant 7); the last one's
-   * settlement is the job's terminal write. Whatever is left (an ambiguous
-   * answer, a fault, no time left) the workflow's effect steps carry on from
-   * the ledger.
+   * The winner's effects, in this same execution: the first was claimed with
+   * the win, each later one is claimed before it is performed (invariant 7),
+   * and the last one's settlement is the job's terminal write. Whatever is
+   * left (an ambiguous answer, a fault, a caller given up on) the workflow's
+   * effect steps carry on from the ledger.
+   * @returns the job's status when these effects ended it.
    */
-  async function performEffectsOfWinner(jobId: string, operationName: string): Promise<void> {
-    const call = effectCallOfThisActivity();
-    for (const name of deps.operations.get(operationName)?.effects ?? []) {
-      if (call.deadlineMs !== undefined && Date.now() + deps.effectTimeoutMs > call.deadlineMs) return;
-      try {
-        const state = await deps.effects.perform(jobId, name, call);
-        if (state.status !== 'succeeded') return;
-      } catch (err) {
-        Context.current().log.warn('effect left to the workflow', { jobId, effect: name, error: (err as Error).message });
-        return;
+  async function performEffectsOfWinner(attempt: AttemptRecord, input: Record<string, unknown>, output: Record<string, unknown>, claimed: EffectRecord, call: EffectCall): Promise<string | undefined> {
+    const names = deps.operations.get(attempt.operation)?.effects ?? [];
+    const context = { jobId: attempt.jobId, operation: attempt.operation, input, output };
+    try {
+      let state = await deps.effects.performClaimed(claimed, call, context);
+      for (const name of names.slice(names.indexOf(claimed.name) + 1)) {
+        if (state.status !== 'succeeded' || state.jobTerminal) break;
+        state = await deps.effects.perform(attempt.jobId, name, call);
       }
+      return state.jobTerminal ? state.jobStatus : undefined;
+    } catch (err) {
+      Context.current().log.warn('effects left to the workflow', { jobId: attempt.jobId, error: (err as Error).message });
+      return undefined;
     }
+  }
+
+  /**
+   * Sends one attempt to its provider and writes what happened; see
+   * callProvider. The caller has read the attempt (`starting`) and its job's input.
+   */
+  async function sendAttempt(attempt: AttemptRecord, input: Record<string, unknown>): Promise<AttemptReport> {
+    const operation = deps.operations.get(attempt.operation);
+    const provider = deps.providers.get(attempt.provider);
+    if (!operation || !provider) {
+      const detail = `${operation ? 'provider' : 'operation'} ${operation ? attempt.provider : attempt.operation} is not configured`;
+      await failAttempt(db, attempt.id, AttemptStatus.starting, { class: 'not_configured', detail });
+      return reportOf(attempt.id);
+    }
+    // The prompt must render and fit this model's window; if not, nothing is sent.
+    const render = checkRender(operation, attempt.model, input);
+    if (!render.ok) {
+      const evidence = { templateHash: render.templateHash, promptTokens: render.promptTokens };
+      await failAttempt(db, attempt.id, AttemptStatus.starting, { class: 'prompt_render', detail: render.problems.join('; '), evidence });
+      return reportOf(attempt.id);
+    }
+    // From here on the request may be sent: the ledger says so first (a CAS on `starting`).
+    if (!(await markAttemptRunning(db, attempt.id))) return reportOf(attempt.id);
+    let answer;
+    try {
+      answer = await provider.complete({
+        model: attempt.model,
+        messages: render.messages!,
+        requestId: attempt.id,
+        timeoutMs: deps.attempts.timeoutMs,
+        temperature: 0,
+        signal: Context.current().cancellationSignal,
+      });
+    } catch (err) {
+      // Anything we cannot classify may have executed: unknown, never failed.
+      const failure: CallFailure = err instanceof ProviderCallError ? err.failure : { outcome: 'unknown', class: 'connection_lost', detail: (err as Error).message ?? String(err) };
+      await recordFailure(attempt, failure);
+      return reportOf(attempt.id);
+    }
+    // A ledger error from here on fails this activity; the ledger then finds the attempt running and makes it unknown.
+    // The winner's effects get a lease's worth of this execution: what does not fit, the workflow's effect steps carry on.
+    const call = { ...effectCallOfThisActivity(), deadlineMs: Date.now() + deps.effectTimeoutMs };
+    const settled = await settleAnswer(attempt, AttemptStatus.running, answer.content, call);
+    if (settled.outcome !== 'succeeded') return reportOf(attempt.id);
+    if (!operation.effects?.length) return { status: 'succeeded', jobTerminal: true, jobStatus: 'succeeded' };
+    const ended = settled.claimed ? await performEffectsOfWinner(attempt, input, settled.output!, settled.claimed, call) : undefined;
+    return ended ? { status: 'succeeded', jobTerminal: true, jobStatus: ended } : reportOf(attempt.id);
   }
 
   async function recordFailure(attempt: AttemptRecord, failure: CallFailure): Promise<void> {
@@ -101,6 +162,7 @@ export function createAttemptActivities(deps: ActivityDeps) {
   }
 
   return {
+    sendAttempt,
     /**
      * Sends one attempt's request to its provider: no retries here (a retry is
      * a new attempt). Classifies what happened and writes it to the ledger;
@@ -114,45 +176,9 @@ export function createAttemptActivities(deps: ActivityDeps) {
     async callProvider(attemptId: string): Promise<AttemptReport> {
       const stopHeartbeat = startHeartbeat(deps.attempts.heartbeatTimeoutMs);
       try {
-        const attempt = await getAttempt(db, attemptId);
-        if (!attempt) throw new Error(`attempt ${attemptId} is not in the ledger`);
-        const input = await getJobInput(db, attempt.jobId);
-        if (!input) throw new Error(`job ${attempt.jobId} is not in the ledger`);
-        const operation = deps.operations.get(attempt.operation);
-        const provider = deps.providers.get(attempt.provider);
-        if (!operation || !provider) {
-          const detail = `${operation ? 'provider' : 'operation'} ${operation ? attempt.provider : attempt.operation} is not configured`;
-          await failAttempt(db, attemptId, AttemptStatus.starting, { class: 'not_configured', detail });
-          return reportOf(attemptId);
-        }
-        // The prompt must render and fit this model's window; if not, nothing is sent.
-        const render = checkRender(operation, attempt.model, input);
-        if (!render.ok) {
-          const evidence = { templateHash: render.templateHash, promptTokens: render.promptTokens };
-          await failAttempt(db, attemptId, AttemptStatus.starting, { class: 'prompt_render', detail: render.problems.join('; '), evidence });
-          return reportOf(attemptId);
-        }
-        // From here on the request may be sent: the ledger says so first (a CAS on `starting`).
-        if (!(await markAttemptRunning(db, attemptId))) return reportOf(attemptId);
-        let answer;
-        try {
-          answer = await provider.complete({
-            model: attempt.model,
-            messages: render.messages!,
-            requestId: attemptId,
-            timeoutMs: deps.attempts.timeoutMs,
-            temperature: 0,
-            signal: Context.current().cancellationSignal,
-          });
-        } catch (err) {
-          // Anything we cannot classify may have executed: unknown, never failed.
-          const failure: CallFailure = err instanceof ProviderCallError ? err.failure : { outcome: 'unknown', class: 'connection_lost', detail: (err as Error).message ?? String(err) };
-          await recordFailure(attempt, failure);
-          return reportOf(attemptId);
-        }
-        // A ledger error from here on fails this activity; the ledger then finds the attempt running and makes it unknown.
-        if ((await settleAnswer(attempt, AttemptStatus.running, answer.content)) === 'succeeded') await performEffectsOfWinner(attempt.jobId, attempt.operation);
-        return reportOf(attemptId);
+        const found = await getAttemptToSend(db, attemptId);
+        if (!found) throw new Error(`attempt ${attemptId} is not in the ledger`);
+        return await sendAttempt(found.attempt, found.input);
       } finally {
         stopHeartbeat();
       }
@@ -199,6 +225,7 @@ export function createAttemptActivities(deps: ActivityDeps) {
         return reportOf(attemptId);
       }
       await noteEvidence(db, attemptId, { lookup: { at: clock.now().toISOString(), found: true, status: 'completed' } });
+      // The workflow's effect steps run the winner's effects.
       await settleAnswer(attempt, AttemptStatus.unknown, found.content);
       const report = await reportOf(attemptId);
       metrics.attemptsResolved.inc({ operation, via: 'provider_lookup', outcome: report.status });

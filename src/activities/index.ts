@@ -7,7 +7,8 @@ export type { ActivityDeps, AttemptSettings, Clock, SweeperSettings } from './de
 
 /** Builds the activities from their dependencies; nothing here is a module-level singleton. */
 export function createActivities(deps: ActivityDeps) {
-  return { ...createJobActivities(deps), ...createAttemptActivities(deps), ...createEffectActivities(deps) };
+  const { sendAttempt, ...attemptActivities } = createAttemptActivities(deps);
+  return { ...createJobActivities(deps, { sendAttempt }), ...attemptActivities, ...createEffectActivities(deps) };
 }
 
 export type Activities = ReturnType<typeof createActivities>;

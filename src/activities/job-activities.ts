@@ -2,10 +2,11 @@ import { eligibility } from '../contracts/eligibility';
 import { inTransaction } from '../db/pool';
 import { finishJobLocked } from '../effects/finish';
 import { JobStatus } from '../jobs/status';
+import type { createAttemptActivities } from './attempt-activities';
 import {
   AttemptStatus,
   failAttemptLocked,
-  findLiveAttempt,
+  LIVE_ATTEMPT_STATUSES,
   listAttempts,
   lockJobRow,
   markAttemptUnknownLocked,
@@ -15,7 +16,7 @@ import {
 } from '../ledger/attempts';
 import { listEffects } from '../ledger/effects';
 import { appendEvent, JobEventType } from '../ledger/events';
-import { failJob, setJobProgress, takeJobsToSweep } from '../ledger/jobs';
+import { failJob, takeJobsToSweep } from '../ledger/jobs';
 import { removeExpiredJobs } from '../ledger/retention';
 import type { AttemptKind, JobAction, JobStep, JobTimings, RouteStep } from '../temporal/contract';
 import { repairJobWorkflow } from '../temporal/starter';
@@ -43,7 +44,7 @@ async function skippedFallbacks(tx: PoolClient, jobId: string): Promise<string[]
   return rows.map((row) => row.line);
 }
 
-export function createJobActivities(deps: ActivityDeps) {
+export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnType<typeof createAttemptActivities>, 'sendAttempt'>) {
   const { db, metrics } = deps;
   const clock = deps.clock ?? { now: () => new Date() };
   const timings: JobTimings = {
@@ -90,33 +91,35 @@ export function createJobActivities(deps: ActivityDeps) {
    * - the provider that just failed again: its backoff first;
    * - otherwise: open the attempt `attemptId` (retry-safe) at the next eligible step.
    */
-  async function advance(tx: PoolClient, request: { jobId: string; attemptId: string }): Promise<Step> {
-    const job = await lockJobRow(tx, request.jobId);
+  async function advance(tx: PoolClient, request: { jobId: string; attemptId: string; send?: boolean }): Promise<Step & { toSend?: { attempt: AttemptRecord; input: Record<string, unknown> } }> {
+    const job = await lockJobRow(tx, request.jobId, { withInput: request.send });
     // Removed by retention: there is nothing left to drive.
     if (!job) return { kind: 'terminal', status: 'removed' };
     if (job.terminal) return { kind: 'terminal', status: job.status };
-    if (job.status === JobStatus.accepted) await setJobProgress(tx, job.id, JobStatus.running);
+    // An accepted job becomes running as its first attempt opens (openAttemptLocked), in the same statement.
     if (job.completedBy) {
       const settled = new Set((await listEffects(tx, job.id)).filter((effect) => effect.status === 'succeeded').map((effect) => effect.name));
       return { kind: 'effects', names: (deps.operations.get(job.operation)?.effects ?? []).filter((name) => !settled.has(name)) };
     }
 
-    const live = await findLiveAttempt(tx, job.id);
+    let attempts = await listAttempts(tx, job.id);
+    const live = attempts.find((attempt) => LIVE_ATTEMPT_STATUSES.includes(attempt.status));
     if (live?.status === AttemptStatus.unknown) return { kind: 'await', attemptId: live.id };
     if (live?.status === AttemptStatus.starting && live.id === request.attemptId) {
-      return { kind: 'call', attemptId: live.id, provider: live.provider, model: live.model, seq: live.seq };
+      // This step ran before, opened its attempt, and its answer was lost: the attempt is still to be sent.
+      return { kind: 'call', attemptId: live.id, provider: live.provider, model: live.model, seq: live.seq, ...(job.input ? { toSend: { attempt: live, input: job.input } } : {}) };
     }
     if (live?.status === AttemptStatus.starting) {
       // Its call never marked it sent, and the CAS on `starting` keeps a late one from doing so now.
       await failAttemptLocked(tx, live.id, AttemptStatus.starting, { class: 'not_sent', detail: 'the provider call did not start (its worker was lost); nothing was sent' });
       metrics.attemptOutcomes.inc({ operation: job.operation, provider: live.provider, status: 'failed', class: 'not_sent' });
+      attempts = await listAttempts(tx, job.id);
     } else if (live?.status === AttemptStatus.running) {
       await markAttemptUnknownLocked(tx, live.id, { class: 'worker_lost', detail: 'the provider call did not report back in time (worker lost or overran)' });
       metrics.attemptsUnknown.inc({ operation: job.operation, provider: live.provider, cause: 'worker_lost' });
       return { kind: 'await', attemptId: live.id };
     }
 
-    const attempts = await listAttempts(tx, job.id);
     if (attempts.length >= deps.attempts.maxAttempts) {
       const skipped = await skippedFallbacks(tx, job.id);
       const why = skipped.length ? `; fallbacks skipped: ${skipped.join('; ')}` : '';
@@ -142,17 +145,26 @@ export function createJobActivities(deps: ActivityDeps) {
       metrics.fallbacksSkipped.inc({ operation: job.operation, provider: skip.provider, reason: skip.reason });
       await appendEvent(tx, job.id, JobEventType.fallbackSkipped, { provider: skip.provider, model: skip.model, reason: skip.reason, detail: skip.detail });
     }
-    const opened = await openAttemptLocked(tx, { jobId: job.id, attemptId: request.attemptId, provider: step.provider, model: step.model, operation: job.operation });
+    const opened = await openAttemptLocked(tx, { jobId: job.id, attemptId: request.attemptId, provider: step.provider, model: step.model, operation: job.operation, known: attempts });
     if (opened.kind !== 'opened') throw new Error(`job ${job.id}: an attempt went live while the job row was locked`);
     const kind: AttemptKind = !last ? 'first' : step.provider === last.provider ? 'retry' : 'fallback';
     metrics.attemptsStarted.inc({ operation: job.operation, provider: step.provider, kind });
-    return { kind: 'call', attemptId: opened.attempt.id, provider: step.provider, model: step.model, seq: opened.attempt.seq };
+    const { attempt } = opened;
+    return { kind: 'call', attemptId: attempt.id, provider: step.provider, model: step.model, seq: attempt.seq, ...(job.input ? { toSend: { attempt, input: job.input } } : {}) };
   }
 
   return {
-    /** What the job needs next, decided and (for a new attempt) opened in one ledger transaction. */
-    async advanceJob(request: { jobId: string; attemptId: string }): Promise<JobStep> {
-      const action = await inTransaction(db, (tx) => advance(tx, request));
+    /**
+     * What the job needs next, decided and (for a new attempt) opened in one
+     * ledger transaction. With `send`, an attempt opened is also sent, in
+     * this same execution (see callProvider): the answer is `called`, with
+     * what came of it.
+     */
+    async advanceJob(request: { jobId: string; attemptId: string; send?: boolean }): Promise<JobStep> {
+      const { toSend, ...action } = await inTransaction(db, (tx) => advance(tx, request));
+      if (request.send && action.kind === 'call' && toSend) {
+        return { kind: 'called', attemptId: action.attemptId, seq: action.seq, report: await attempts.sendAttempt(toSend.attempt, toSend.input), timings };
+      }
       return { ...action, timings };
     },
 

@@ -51,6 +51,8 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
             },
           },
     ajv: { customOptions: { allErrors: true, removeAdditional: false, coerceTypes: false, useDefaults: false } },
+    // Each request is logged once, when answered, at debug (5xx at error, by the error handler): off the hot path at info.
+    disableRequestLogging: true,
     // Slow clients: headers, then the whole request (body included), must arrive in time, or 408.
     http: { headersTimeout: api.headersTimeoutMs, requestTimeout: api.requestTimeoutMs, connectionsCheckingInterval },
     requestTimeout: api.requestTimeoutMs,
@@ -107,6 +109,9 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
     }
     return sendProblem(reply, new ProblemError(404, ProblemType.notFound, 'Not found', `no route ${request.method} ${path}`));
   };
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.debug({ req: request, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request answered');
+  });
   installErrorHandler(app, (problem, request, error) => {
     if (problem.status >= 500) request.log.error({ err: error }, 'request failed');
     if (problem.status !== 404) deps.metrics.requestsRejected.inc({ reason: problem.problemType });

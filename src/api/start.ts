@@ -26,7 +26,7 @@ export async function startApi(config: OnceflowConfig, db: Pool, metrics: Metric
   const app = await buildApp({
     config,
     db,
-    workflows: { client, taskQueue: config.temporal.taskQueue, searchAttributes: true, workflowTaskTimeoutMs: config.temporal.workflowTaskTimeoutMs },
+    workflows: { client, taskQueue: config.temporal.taskQueue, searchAttributes: config.temporal.searchAttributes, workflowTaskTimeoutMs: config.temporal.workflowTaskTimeoutMs },
     operations,
     contracts: apiContracts(config, providers, route),
     metrics,

@@ -31,10 +31,13 @@ export async function eligibility(
   now: Date = new Date(),
 ): Promise<Eligibility> {
   const key = { operation: operation.name, schemaVersion: operation.schemaVersion, templateHash: templateHash(operation), provider: step.provider, model: step.model };
-  const current = await currentVerification(db, key);
   const runtime = await runtimeRecord(db, key, settings.demotion.window);
   const rate = runtime.ended > 0 ? runtime.violations / runtime.ended : 0;
-  if (runtime.ended >= settings.demotion.minSamples && rate >= settings.demotion.threshold) {
+  const demoted = runtime.ended >= settings.demotion.minSamples && rate >= settings.demotion.threshold;
+  // A primary that is not demoted needs no verification: it is held to run-time validation.
+  if (role === 'primary' && !demoted) return { eligible: true, detail: 'primary: held to run-time validation' };
+  const current = await currentVerification(db, key);
+  if (demoted) {
     const reverified = current?.passed && runtime.lastViolationAt && current.verifiedAt > runtime.lastViolationAt;
     if (!reverified) {
       return {

@@ -5,6 +5,13 @@ import type { OperationRegistry } from '../operations/registry';
 
 export type FinishOutcome = 'succeeded' | 'failed' | 'open';
 
+/** What the caller knows of a job with a winner: its operation and output, and the effect it has just settled. */
+export interface KnownJob {
+  operation: string;
+  output: unknown;
+  settled?: { name: string; status: string; receipt?: Record<string, unknown>; error?: Record<string, unknown> };
+}
+
 /**
  * The job's terminal write once its effects have settled, inside the caller's
  * transaction, which holds the job row: failed naming the effect that failed,
@@ -13,11 +20,14 @@ export type FinishOutcome = 'succeeded' | 'failed' | 'open';
  * yet claimed) nothing is written.
  * @returns what the job became, or 'open' when nothing was written.
  */
-export async function finishJobLocked(tx: PoolClient, jobId: string, operations: OperationRegistry): Promise<FinishOutcome> {
-  const job = await getJob(tx, jobId);
-  if (!job || job.terminalAt || !job.completedBy) return 'open';
+export async function finishJobLocked(tx: PoolClient, jobId: string, operations: OperationRegistry, known?: KnownJob): Promise<FinishOutcome> {
+  // What the caller knows of the job saves reading it; the writes below check it is open and has a winner.
+  const job = known ?? (await getJob(tx, jobId));
+  if (!job || ('terminalAt' in job && (job.terminalAt || !job.completedBy))) return 'open';
   const operation = operations.get(job.operation);
-  const effects = await listEffects(tx, jobId);
+  // An operation with one effect, which the caller has just settled: the job's end is known without reading its effects.
+  const only = known?.settled && operation?.effects?.length === 1 && operation.effects[0] === known.settled.name ? known.settled : undefined;
+  const effects = only ? [{ ...only, error: only.error ?? null, receipt: only.receipt ?? null }] : await listEffects(tx, jobId);
   const failed = effects.find((effect) => effect.status === 'failed');
   if (failed) {
     const detail = `${failed.name} failed: ${String(failed.error?.detail ?? failed.error?.class ?? 'see the effect')}`;
@@ -26,7 +36,7 @@ export async function finishJobLocked(tx: PoolClient, jobId: string, operations:
   const names = operation?.effects ?? effects.map((effect) => effect.name);
   const byName = new Map(effects.map((effect) => [effect.name, effect]));
   if (!names.every((name) => byName.get(name)?.status === 'succeeded')) return 'open';
-  const output = await getJobOutput(tx, jobId);
+  const output = known ? known.output : await getJobOutput(tx, jobId);
   const receipts = Object.fromEntries(names.map((name) => [name, byName.get(name)?.receipt ?? {}]));
   const result = operation?.finalize ? operation.finalize(output as never, receipts) : output;
   return (await settleJob(tx, jobId, result)) ? 'succeeded' : 'open';

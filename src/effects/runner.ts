@@ -107,24 +107,23 @@ export function createEffectRunner(deps: EffectRunnerDeps) {
    * did, failed when this one failed (invariant 7: the receipt and the result
    * are stored before anyone is told).
    */
-  async function settle(effect: EffectRecord, owner: string, status: 'succeeded' | 'failed' | 'needs_review', fields: { receipt?: Record<string, unknown>; error?: Record<string, unknown> }): Promise<EffectState> {
-    const settled = await inTransaction(db, async (tx) => {
-      await lockJobOfEffect(tx, effect.id);
-      if (!(await settleEffectLocked(tx, { effectId: effect.id, owner, status, ...fields }))) return false;
-      await finishJobLocked(tx, effect.jobId, deps.operations);
-      return true;
+  async function settle(effect: EffectRecord, owner: string, status: 'succeeded' | 'failed' | 'needs_review', fields: { receipt?: Record<string, unknown>; error?: Record<string, unknown> }, context?: EffectContext): Promise<EffectState> {
+    const finished = await inTransaction(db, async (tx) => {
+      await tx.query('SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE', [effect.jobId]);
+      if (!(await settleEffectLocked(tx, { effectId: effect.id, owner, status, ...fields }))) return undefined;
+      return finishJobLocked(tx, effect.jobId, deps.operations, context ? { operation: context.operation, output: context.output, settled: { name: effect.name, status, ...fields } } : undefined);
     });
-    if (settled) {
-      if (status === 'needs_review') metrics.effectsNeedsReview.inc({ effect: effect.name });
-      else metrics.effectsSettled.inc({ effect: effect.name, status });
-    }
-    return stateOf(effect.jobId, effect.name);
+    if (finished === undefined) return stateOf(effect.jobId, effect.name);
+    if (status === 'needs_review') metrics.effectsNeedsReview.inc({ effect: effect.name });
+    else metrics.effectsSettled.inc({ effect: effect.name, status });
+    // What this transaction wrote is what the ledger says now: no need to read it back.
+    return { status, leaseRemainingMs: 0, jobTerminal: finished !== 'open', jobStatus: finished === 'open' ? 'running' : finished, ...fields };
   }
 
   /** Performs an effect its caller holds the lease of, and settles what can be settled. */
-  async function execute(effect: EffectRecord, call: EffectCall): Promise<EffectState> {
+  async function execute(effect: EffectRecord, call: EffectCall, known?: EffectContext): Promise<EffectState> {
     const adapter = adapterFor(effect.name);
-    const context = await contextFor(effect.jobId, effect, call.signal);
+    const context = known ?? (await contextFor(effect.jobId, effect, call.signal));
     if (adapter.performInTransaction) {
       // The write, its settlement and the job's terminal write commit together, or none does.
       await inTransaction(db, async (tx) => {
@@ -146,10 +145,10 @@ export function createEffectRunner(deps: EffectRunnerDeps) {
       const result = await adapter.perform!(context);
       switch (result.kind) {
         case 'done':
-          return settle(effect, call.owner, 'succeeded', { receipt: result.receipt });
+          return settle(effect, call.owner, 'succeeded', { receipt: result.receipt }, context);
         case 'rejected':
           metrics.downstreamFailures.inc({ effect: effect.name, class: result.class });
-          return settle(effect, call.owner, 'failed', { error: { class: result.class, detail: result.detail } });
+          return settle(effect, call.owner, 'failed', { error: { class: result.class, detail: result.detail } }, context);
         case 'ambiguous':
           // It may have happened: the claim stays pending; recovery asks for the receipt once the lease runs out.
           metrics.downstreamFailures.inc({ effect: effect.name, class: result.class });
@@ -158,7 +157,7 @@ export function createEffectRunner(deps: EffectRunnerDeps) {
         case 'not_performed': {
           metrics.downstreamFailures.inc({ effect: effect.name, class: result.class });
           if (tries >= settings.maxTries) {
-            return settle(effect, call.owner, 'failed', { error: { class: result.class, detail: `${result.detail}; gave up after ${tries} tries` } });
+            return settle(effect, call.owner, 'failed', { error: { class: result.class, detail: `${result.detail}; gave up after ${tries} tries` } }, context);
           }
           const error = { class: result.class, detail: result.detail };
           const delayMs = Math.max(result.retryAfterMs ?? 0, settings.backoffMs * 2 ** (tries - 1));
@@ -188,6 +187,14 @@ export function createEffectRunner(deps: EffectRunnerDeps) {
       const claim = await claimEffect(db, { jobId, name, owner: call.owner, leaseMs: settings.leaseMs });
       if (!claim.claimed) return stateOf(jobId, name);
       return execute(claim.effect, call);
+    },
+
+    /**
+     * Performs an effect the caller has just claimed (with the winning
+     * answer, in one transaction), with the job's input and output it holds.
+     */
+    async performClaimed(effect: EffectRecord, call: EffectCall, context: Omit<EffectContext, 'key' | 'signal'>): Promise<EffectState> {
+      return execute(effect, call, { ...context, key: effect.key, signal: call.signal });
     },
 
     /**

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
 import { inTransaction } from '../db/pool';
+import { claimEffectLocked, type EffectRecord } from './effects';
 import { appendEvent, JobEventType } from './events';
 import type { Queryable } from './queryable';
 
@@ -113,22 +114,38 @@ export interface AttemptOpening {
  * must hold the job row (lockJobRow). Retry-safe: an attempt with the given
  * id is returned as opened. The partial unique index decides whether another
  * attempt is still live (invariant 3): then nothing is opened and the live
- * one is returned.
+ * one is returned. `known` is the job's attempts when the caller has just
+ * read them in this transaction.
  */
-export async function openAttemptLocked(tx: PoolClient, opening: AttemptOpening & { operation: string }): Promise<OpenAttemptResult> {
+export async function openAttemptLocked(tx: PoolClient, opening: AttemptOpening & { operation: string; known?: AttemptRecord[] }): Promise<OpenAttemptResult> {
   if (opening.attemptId) {
-    const mine = await getAttempt(tx, opening.attemptId);
+    const mine = opening.known ? opening.known.find((attempt) => attempt.id === opening.attemptId) : await getAttempt(tx, opening.attemptId);
     if (mine && mine.jobId !== opening.jobId) throw new Error(`attempt ${opening.attemptId} belongs to another job`);
     if (mine) return { kind: 'opened', attempt: mine };
   }
   // Invariant 3: the partial unique index admits no second live attempt; the conflict opens nothing.
+  // The job's version is read inside this statement: the attempt may win only if nothing changes from here on (invariant 5).
   const { rows } = await tx.query<AttemptRow>(
-    // The job's version as it is now, inside this transaction: the attempt may win only if nothing changes from here on (invariant 5).
-    `INSERT INTO attempts (id, job_id, operation, seq, provider, model, job_version)
-     VALUES (COALESCE($1::uuid, gen_random_uuid()), $2, $3, (SELECT COALESCE(max(seq), 0) + 1 FROM attempts WHERE job_id = $2), $4, $5,
-             (SELECT version FROM jobs WHERE id = $2))
-     ON CONFLICT (job_id) WHERE status IN ('starting', 'running', 'unknown') DO NOTHING
-     RETURNING *`,
+    `WITH opened AS (
+       INSERT INTO attempts (id, job_id, operation, seq, provider, model, job_version)
+       VALUES (COALESCE($1::uuid, gen_random_uuid()), $2, $3, (SELECT COALESCE(max(seq), 0) + 1 FROM attempts WHERE job_id = $2), $4, $5,
+               (SELECT version FROM jobs WHERE id = $2))
+       ON CONFLICT (job_id) WHERE status IN ('starting', 'running', 'unknown') DO NOTHING
+       RETURNING *
+     ), moved AS (
+       UPDATE jobs j SET status = 'running', updated_at = now()
+       FROM jobs before
+       WHERE j.id = $2 AND before.id = j.id AND j.status IN ('accepted', 'awaiting_resolution') AND EXISTS (SELECT 1 FROM opened)
+       RETURNING before.status AS was
+     ), noted AS (
+       INSERT INTO job_events (job_id, type, detail)
+       SELECT $2::uuid, event.type, event.detail FROM (
+         SELECT 1 AS n, '${JobEventType.running}' AS type, '{}'::jsonb AS detail FROM moved WHERE was = 'accepted'
+         UNION ALL
+         SELECT 2, '${JobEventType.attemptOpened}', jsonb_build_object('attemptId', id, 'seq', seq, 'provider', provider, 'model', model) FROM opened
+       ) event ORDER BY event.n
+     )
+     SELECT * FROM opened`,
     [opening.attemptId ?? null, opening.jobId, opening.operation, opening.provider, opening.model],
   );
   if (!rows[0]) {
@@ -136,10 +153,7 @@ export async function openAttemptLocked(tx: PoolClient, opening: AttemptOpening 
     if (!live) throw new Error(`job ${opening.jobId}: the live-attempt index refused an attempt, but no live attempt is there`);
     return { kind: 'live', attempt: live };
   }
-  const attempt = toAttempt(rows[0]);
-  await tx.query(`UPDATE jobs SET status = 'running', updated_at = now() WHERE id = $1 AND status IN ('accepted', 'awaiting_resolution')`, [opening.jobId]);
-  await appendEvent(tx, opening.jobId, JobEventType.attemptOpened, { attemptId: attempt.id, seq: attempt.seq, provider: attempt.provider, model: attempt.model });
-  return { kind: 'opened', attempt };
+  return { kind: 'opened', attempt: toAttempt(rows[0]) };
 }
 
 /** What a transition needs to know of the job it locked. */
@@ -150,21 +164,29 @@ export interface LockedJob {
   version: number;
   terminal: boolean;
   completedBy: string | null;
+  /** The job's input, when asked for. */
+  input?: Record<string, unknown>;
 }
 
 /**
  * Locks a job row for the rest of the caller's transaction. Every transition
  * of a job and its attempts and effects takes the job row first, then the
- * child row (the details triggers write the job row too), so two of them
- * never deadlock.
+ * child row, so two of them never deadlock.
  */
-export async function lockJobRow(tx: PoolClient, jobId: string): Promise<LockedJob | undefined> {
-  const { rows } = await tx.query<{ id: string; operation: string; status: string; version: string; terminal: boolean; completed_by: string | null }>(
-    'SELECT id, operation, status, version, terminal_at IS NOT NULL AS terminal, completed_by FROM jobs WHERE id = $1 FOR UPDATE',
+export async function lockJobRow(tx: PoolClient, jobId: string, opts: { withInput?: boolean } = {}): Promise<LockedJob | undefined> {
+  const { rows } = await tx.query<{ id: string; operation: string; status: string; version: string; terminal: boolean; completed_by: string | null; input?: Record<string, unknown> }>(
+    `SELECT id, operation, status, version, terminal_at IS NOT NULL AS terminal, completed_by${opts.withInput ? ', input' : ''} FROM jobs WHERE id = $1 FOR UPDATE`,
     [jobId],
   );
   const row = rows[0];
-  return row ? { id: row.id, operation: row.operation, status: row.status, version: Number(row.version), terminal: row.terminal, completedBy: row.completed_by } : undefined;
+  if (!row) return undefined;
+  return { id: row.id, operation: row.operation, status: row.status, version: Number(row.version), terminal: row.terminal, completedBy: row.completed_by, ...(row.input ? { input: row.input } : {}) };
+}
+
+/** An attempt with its job's input: what sending it needs, in one read. */
+export async function getAttemptToSend(db: Queryable, attemptId: string): Promise<{ attempt: AttemptRecord; input: Record<string, unknown> } | undefined> {
+  const { rows } = await db.query<AttemptRow & { job_input: Record<string, unknown> }>('SELECT a.*, j.input AS job_input FROM attempts a JOIN jobs j ON j.id = a.job_id WHERE a.id = $1', [attemptId]);
+  return rows[0] ? { attempt: toAttempt(rows[0]), input: rows[0].job_input } : undefined;
 }
 
 /**
@@ -194,20 +216,19 @@ async function lockJobThenAttempt(tx: PoolClient, attemptId: string): Promise<At
 /**
  * Marks an attempt as sent, just before its request goes out. False when the
  * attempt is no longer `starting` (it was given up on as not sent, or
- * cancelled) or its job is terminal: then nothing may be sent.
+ * cancelled) or its job is terminal: then nothing may be sent. One statement:
+ * it locks only the attempt row (a cancellation that races it waits for it,
+ * then finds it running).
  */
-export async function markAttemptRunning(db: Pool, attemptId: string): Promise<boolean> {
-  return inTransaction(db, async (tx) => {
-    await lockJobThenAttempt(tx, attemptId);
-    // Invariant 12: only a starting attempt of a job that is still open may send its request.
-    const { rowCount } = await tx.query(
-      `UPDATE attempts a SET status = 'running'
-       FROM jobs j
-       WHERE a.id = $1 AND a.status = 'starting' AND j.id = a.job_id AND j.terminal_at IS NULL`,
-      [attemptId],
-    );
-    return rowCount === 1;
-  });
+export async function markAttemptRunning(db: Queryable, attemptId: string): Promise<boolean> {
+  // Invariant 12: only a starting attempt of a job that is still open may send its request.
+  const { rowCount } = await db.query(
+    `UPDATE attempts a SET status = 'running'
+     FROM jobs j
+     WHERE a.id = $1 AND a.status = 'starting' AND j.id = a.job_id AND j.terminal_at IS NULL`,
+    [attemptId],
+  );
+  return rowCount === 1;
 }
 
 /**
@@ -229,14 +250,29 @@ export type CommitOutcome = 'succeeded' | 'discarded' | 'late';
  * without (the operation has effects), it waits in jobs.output until they settle.
  */
 export async function commitAttemptResult(db: Pool, attemptId: string, output: unknown, opts: { terminal: boolean }): Promise<CommitOutcome> {
+  const attempt = await getAttempt(db, attemptId);
+  if (!attempt) throw new AttemptNotFoundError(`attempt ${attemptId} is not in the ledger`);
+  return (await commitAndClaim(db, attempt, output, opts)).outcome;
+}
+
+/**
+ * commitAttemptResult for an attempt the caller has read, and, when it wins
+ * a job with effects, the claim of the first effect in the same transaction
+ * (invariant 7: the claim is the ledger's before anything is sent; only the
+ * caller may perform it).
+ */
+export async function commitAndClaim(
+  db: Pool,
+  attempt: Pick<AttemptRecord, 'id' | 'jobId' | 'jobVersion' | 'provider'>,
+  output: unknown,
+  opts: { terminal: boolean; claim?: { name: string; owner: string; leaseMs: number } },
+): Promise<{ outcome: CommitOutcome; claimed?: EffectRecord }> {
   return inTransaction(db, async (tx) => {
-    const attempt = await lockJobThenAttempt(tx, attemptId);
-    if (attempt.status === AttemptStatus.succeeded) return 'succeeded';
-    const outputSha256 = createHash('sha256').update(JSON.stringify(output) ?? '').digest('hex');
     // Invariant 5: one winner. Every change after which an attempt opened
     // earlier must not win bumps the version (another result, this attempt
     // failed or resolved, a cancellation, a terminal write), so this misses;
     // `completed_by IS NULL` says the same of a winner, in so many words.
+    // The update locks the job row first, as every transition does.
     const won = await tx.query(
       `UPDATE jobs SET output = $3::jsonb, completed_by = $2, version = version + 1, updated_at = now(),
               status = CASE WHEN $5::boolean THEN 'succeeded' ELSE 'running' END,
@@ -246,14 +282,28 @@ export async function commitAttemptResult(db: Pool, attemptId: string, output: u
       [attempt.jobId, attempt.id, JSON.stringify(output), attempt.jobVersion, opts.terminal],
     );
     if (won.rowCount === 1) {
-      const { rowCount } = await tx.query(`UPDATE attempts SET status = 'succeeded', ended_at = now() WHERE id = $1 AND status IN ('running', 'unknown')`, [attempt.id]);
-      if (rowCount !== 1) throw new Error(`attempt ${attempt.id} won the result slot while ${attempt.status}; the ledger is inconsistent`);
-      await appendEvent(tx, attempt.jobId, JobEventType.attemptSucceeded, { attemptId: attempt.id, provider: attempt.provider });
-      if (opts.terminal) await appendEvent(tx, attempt.jobId, JobEventType.succeeded, { attemptId: attempt.id });
-      return 'succeeded';
+      const { rowCount } = await tx.query(
+        `WITH won AS (
+           UPDATE attempts SET status = 'succeeded', ended_at = now() WHERE id = $1 AND status IN ('running', 'unknown') RETURNING id
+         )
+         INSERT INTO job_events (job_id, type, detail)
+         SELECT $2, kind.type, kind.detail FROM won, (VALUES
+           ('${JobEventType.attemptSucceeded}', jsonb_build_object('attemptId', $1::uuid, 'provider', $3::text), 1),
+           ('${JobEventType.succeeded}', jsonb_build_object('attemptId', $1::uuid), 2)) AS kind (type, detail, n)
+         WHERE kind.n = 1 OR $4::boolean
+         ORDER BY kind.n`,
+        [attempt.id, attempt.jobId, attempt.provider, opts.terminal],
+      );
+      if (!rowCount) throw new Error(`attempt ${attempt.id} won the result slot while not live; the ledger is inconsistent`);
+      const claimed = opts.claim && !opts.terminal ? await claimEffectLocked(tx, { jobId: attempt.jobId, ...opts.claim }) : undefined;
+      return { outcome: 'succeeded', ...(claimed ? { claimed } : {}) };
     }
-    const { rows } = await tx.query<{ completed_by: string | null; status: string }>('SELECT completed_by, status FROM jobs WHERE id = $1', [attempt.jobId]);
-    const race = { discardedOutputSha256: outputSha256, statusWhenDiscarded: attempt.status, winner: rows[0]?.completed_by ?? null };
+    const { rows } = await tx.query<{ completed_by: string | null; status: string }>('SELECT completed_by, status FROM jobs WHERE id = $1 FOR UPDATE', [attempt.jobId]);
+    // This attempt's own answer, offered again (by its call and by a reconciliation): it has won already.
+    if (rows[0]?.completed_by === attempt.id) return { outcome: 'succeeded' };
+    const outputSha256 = createHash('sha256').update(JSON.stringify(output) ?? '').digest('hex');
+    const { rows: current } = await tx.query<{ status: AttemptStatus }>('SELECT status FROM attempts WHERE id = $1', [attempt.id]);
+    const race = { discardedOutputSha256: outputSha256, statusWhenDiscarded: current[0]?.status, winner: rows[0]?.completed_by ?? null };
     // Invariant 12: only a live attempt becomes discarded; an ended one (an
     // operator's resolution among them) keeps its status, and the answer is evidence.
     const { rowCount: discarded } = await tx.query(
@@ -268,7 +318,7 @@ export async function commitAttemptResult(db: Pool, attemptId: string, output: u
       ]);
     }
     await appendEvent(tx, attempt.jobId, JobEventType.raceLost, { attemptId: attempt.id, provider: attempt.provider, jobStatus: rows[0]?.status, ...race });
-    return discarded ? 'discarded' : 'late';
+    return { outcome: discarded ? 'discarded' : 'late' };
   });
 }
 

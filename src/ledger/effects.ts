@@ -115,20 +115,34 @@ export async function claimEffect(db: Pool, claim: { jobId: string; name: string
     // claim cannot both succeed.
     const { rowCount: open } = await tx.query('SELECT 1 FROM jobs WHERE id = $1 AND terminal_at IS NULL AND completed_by IS NOT NULL FOR UPDATE', [claim.jobId]);
     if (!open) return undefined;
-    // Invariant 7: claim before effect. ON CONFLICT DO NOTHING RETURNING tells
-    // exactly one caller that it won; only that caller may perform the effect.
-    const { rows } = await tx.query<EffectRow>(
-      `INSERT INTO effects (job_id, name, effect_key, lease_owner, lease_expires_at)
-       VALUES ($1, $2, $3, $4, now() + $5 * interval '1 millisecond')
-       ON CONFLICT (job_id, name) DO NOTHING
-       RETURNING ${COLUMNS}`,
-      [claim.jobId, claim.name, effectKey(claim.jobId, claim.name), claim.owner, claim.leaseMs],
-    );
-    if (!rows[0]) return undefined;
-    await appendEvent(tx, claim.jobId, JobEventType.effectClaimed, { name: claim.name, owner: claim.owner });
-    return toEffect(rows[0]);
+    return claimEffectLocked(tx, claim);
   });
   return claimed ? { claimed: true, effect: claimed } : { claimed: false, effect: await getEffect(db, claim.jobId, claim.name) };
+}
+
+/**
+ * The claim inside the caller's transaction, which holds the job row and has
+ * checked that the job has its winner and is open (claimEffect, or the
+ * winning compare-and-swap itself).
+ * @returns the claimed effect, or undefined when someone else holds it.
+ */
+export async function claimEffectLocked(tx: PoolClient, claim: { jobId: string; name: string; owner: string; leaseMs: number }): Promise<EffectRecord | undefined> {
+  // Invariant 7: claim before effect. ON CONFLICT DO NOTHING RETURNING tells
+  // exactly one caller that it won; only that caller may perform the effect.
+  const { rows } = await tx.query<EffectRow>(
+    `WITH claimed AS (
+       INSERT INTO effects (job_id, name, effect_key, lease_owner, lease_expires_at)
+       VALUES ($1, $2, $3, $4, now() + $5 * interval '1 millisecond')
+       ON CONFLICT (job_id, name) DO NOTHING
+       RETURNING ${COLUMNS}
+     ), noted AS (
+       INSERT INTO job_events (job_id, type, detail)
+       SELECT job_id, '${JobEventType.effectClaimed}', jsonb_build_object('name', name, 'owner', lease_owner) FROM claimed
+     )
+     SELECT * FROM claimed`,
+    [claim.jobId, claim.name, effectKey(claim.jobId, claim.name), claim.owner, claim.leaseMs],
+  );
+  return rows[0] ? toEffect(rows[0]) : undefined;
 }
 
 /**
@@ -167,17 +181,16 @@ export async function takeOverEffect(db: Pool, takeover: { effectId: string; own
  * @returns the number of this try (1 for the first, across owners), or
  * undefined when the caller no longer holds the lease (nothing may be sent).
  */
-export async function beginEffectTry(db: Pool, effectId: string, owner: string): Promise<number | undefined> {
-  return inTransaction(db, async (tx) => {
-    await lockJobOfEffect(tx, effectId);
-    const { rows } = await tx.query<{ tries: number }>(
-      `UPDATE effects SET phase = 'sending', tries = tries + 1, updated_at = now()
-       WHERE id = $1 AND status = 'pending' AND lease_owner = $2
-       RETURNING tries`,
-      [effectId, owner],
-    );
-    return rows[0]?.tries;
-  });
+export async function beginEffectTry(db: Queryable, effectId: string, owner: string): Promise<number | undefined> {
+  // One statement: it locks the effect row alone (the job row is not needed: a
+  // settlement, which takes the job row first, then waits for this one).
+  const { rows } = await db.query<{ tries: number }>(
+    `UPDATE effects SET phase = 'sending', tries = tries + 1, updated_at = now()
+     WHERE id = $1 AND status = 'pending' AND lease_owner = $2
+     RETURNING tries`,
+    [effectId, owner],
+  );
+  return rows[0]?.tries;
 }
 
 /**

@@ -36,15 +36,21 @@ export function newJobDetails(job: JobRecord): JobDetails {
   };
 }
 
+/**
+ * The details document: stored on the row once the job is terminal (a
+ * replay is one row), built from the child tables while it runs.
+ */
+const DETAILS = `CASE WHEN terminal_at IS NULL THEN job_details(id) ELSE details END AS details`;
+
 /** A job and its details by id, or undefined. */
 export async function loadJobDetailsById(db: Queryable, id: string): Promise<JobDetails | undefined> {
-  const { rows } = await db.query<DetailsRow>(`SELECT ${JOB_COLUMNS}, details FROM jobs WHERE id = $1`, [id]);
+  const { rows } = await db.query<DetailsRow>(`SELECT ${JOB_COLUMNS}, ${DETAILS} FROM jobs WHERE id = $1`, [id]);
   return toDetails(rows[0]);
 }
 
 /** The job of a scope and its details, or undefined. */
 export async function loadJobDetailsByScope(db: Queryable, scope: JobScope): Promise<JobDetails | undefined> {
-  const { rows } = await db.query<DetailsRow>(`SELECT ${JOB_COLUMNS}, details FROM jobs WHERE principal_id = $1 AND operation = $2 AND idempotency_key = $3`, [
+  const { rows } = await db.query<DetailsRow>(`SELECT ${JOB_COLUMNS}, ${DETAILS} FROM jobs WHERE principal_id = $1 AND operation = $2 AND idempotency_key = $3`, [
     scope.principalId,
     scope.operation,
     scope.idempotencyKey,

@@ -35,8 +35,10 @@ export interface JobWorkflowInput {
 
 /**
  * The revision new job workflows start with.
- * 2: the whole happy path is one workflow task (the call is a local
- *    activity) and a first attempt publishes no 'running' status.
+ * 2: the step that opens an attempt also sends it (a local activity), so a
+ *    job that wins at once is one workflow task; the status search attribute
+ *    is written only while the job waits for a person (awaiting_resolution,
+ *    needs_review) and, for a job that waited, as it goes on and ends.
  */
 export const JOB_WORKFLOW_REVISION = 2;
 
@@ -76,6 +78,8 @@ export type JobAction =
   | { kind: 'terminal'; status: string }
   /** An attempt is open (starting): send it. `seq` counts the job's attempts (1 for the first). */
   | { kind: 'call'; attemptId: string; provider: string; model: string; seq?: number }
+  /** An attempt was opened and sent in the same step (revision 2): what came of it. */
+  | { kind: 'called'; attemptId: string; seq?: number; report: AttemptReport }
   /** An attempt is unknown: nothing new starts until it is reconciled or resolved (invariant 4). */
   | { kind: 'await'; attemptId: string }
   /** The next attempt goes to the provider that just failed: not before this. */

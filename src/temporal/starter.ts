@@ -26,7 +26,8 @@ export interface JobToStart {
  * or whose workflow ended before the job did, starts a new run that drives it.
  */
 export async function startOrAttachJobWorkflow(target: WorkflowTarget, job: JobToStart): Promise<void> {
-  const input: JobWorkflowInput = { jobId: job.id, searchAttributes: target.searchAttributes, status: job.status, revision: JOB_WORKFLOW_REVISION };
+  // The status search attribute is written only when the job waits for a person (and when such a job ends).
+  const input: JobWorkflowInput = { jobId: job.id, searchAttributes: target.searchAttributes, revision: JOB_WORKFLOW_REVISION };
   await target.client.workflow.start(JOB_WORKFLOW, {
     taskQueue: target.taskQueue,
     workflowId: job.workflowId,
@@ -37,7 +38,6 @@ export async function startOrAttachJobWorkflow(target: WorkflowTarget, job: JobT
       ? new TypedSearchAttributes([
           { key: searchAttributes.principal, value: job.principalId },
           { key: searchAttributes.operation, value: job.operation },
-          { key: searchAttributes.status, value: job.status },
         ])
       : undefined,
   });

@@ -30,7 +30,7 @@ export async function startWorker(config: OnceflowConfig, db: Pool, metrics: Met
   // The worker's own client: the sweeper starts job workflows with it, and it keeps the Schedules up to date.
   const clientConnection = await connectTemporal(config.temporal.address);
   const client = new Client({ connection: clientConnection, namespace: config.temporal.namespace });
-  const workflows = { client, taskQueue: config.temporal.taskQueue, searchAttributes: true, workflowTaskTimeoutMs: config.temporal.workflowTaskTimeoutMs };
+  const workflows = { client, taskQueue: config.temporal.taskQueue, searchAttributes: config.temporal.searchAttributes, workflowTaskTimeoutMs: config.temporal.workflowTaskTimeoutMs };
   const worker = await createWorker({
     connection,
     namespace: config.temporal.namespace,

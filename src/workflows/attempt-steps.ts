@@ -1,4 +1,4 @@
-import { ActivityFailure, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import { ActivityFailure, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { AttemptReport, JobTimings } from '../temporal/contract';
 import type { JobRun } from './job-run';
@@ -8,26 +8,20 @@ import { ledger } from './ledger-proxy';
 const CALL_GRACE_MS = 5_000;
 
 /**
- * Sends an open attempt; when it wins, the same activity runs the job's
- * effects (each claimed first). No hidden retry: a retry is a new attempt.
- * When the call does not report back (its worker was lost, it overran), the
- * answer is undefined and the ledger decides what that means at the next
- * step (not sent → failed; sent → unknown; won → the effects it left).
- *
- * From revision 2 the call is a local activity: the whole happy path (the
- * step that opens the attempt, the call, the winner's effects) is one
- * workflow task, with no task sent through the server between them. A lost
- * worker is then told by the workflow task's timeout rather than a
- * heartbeat; the task runs again elsewhere, its call finds the attempt
- * already sent, and the ledger takes it from there as from any call that did
- * not report.
+ * Sends an open attempt (revision 1: the call is an activity of its own;
+ * revision 2 sends within the step that opens the attempt). When it wins,
+ * the same activity runs the job's effects (each claimed first). No hidden
+ * retry: a retry is a new attempt. When the call does not report back (its
+ * worker was lost, it overran), the answer is undefined and the ledger
+ * decides what that means at the next step (not sent → failed; sent →
+ * unknown; won → the effects it left).
  */
-export async function callAttempt(run: JobRun, attemptId: string, timings: JobTimings): Promise<AttemptReport | undefined> {
-  const startToCloseTimeout = timings.attemptTimeoutMs + CALL_GRACE_MS + timings.effectTimeoutMs;
-  const provider =
-    run.revision >= 2
-      ? proxyLocalActivities<Activities>({ startToCloseTimeout, retry: { maximumAttempts: 1 } })
-      : proxyActivities<Activities>({ startToCloseTimeout, heartbeatTimeout: timings.heartbeatTimeoutMs, retry: { maximumAttempts: 1 } });
+export async function callAttempt(attemptId: string, timings: JobTimings): Promise<AttemptReport | undefined> {
+  const provider = proxyActivities<Activities>({
+    startToCloseTimeout: timings.attemptTimeoutMs + CALL_GRACE_MS + timings.effectTimeoutMs,
+    heartbeatTimeout: timings.heartbeatTimeoutMs,
+    retry: { maximumAttempts: 1 },
+  });
   try {
     return await provider.callProvider(attemptId);
   } catch (err) {

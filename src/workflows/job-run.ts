@@ -15,6 +15,8 @@ export interface JobRun {
   readonly revision: number;
   /** Publishes the status search attribute, only when it changed. */
   setStatus(status: string): void;
+  /** After a wait (an unknown attempt, an effect in review), publishes 'running' again. */
+  leaveWait(): void;
   /** Forgets earlier wake-ups: called before a look at the ledger, so a signal during the look is not lost. */
   beforeLook(): void;
   /** Sleeps up to ms, waking early when a signal says the job changed (a resolution, a cancellation). */
@@ -23,19 +25,28 @@ export interface JobRun {
   continueAsNewIfLong(): Promise<void>;
 }
 
+/** The statuses that say a job waits for a person: always published, so an operator can find it. */
+const WAITING = ['awaiting_resolution', 'needs_review'];
+
 export function startJobRun(input: JobWorkflowInput): JobRun {
   let changed = false;
   let published = input.status;
+  const revision = input.revision ?? 1;
   setHandler(jobChangedSignal, () => {
     changed = true;
   });
   return {
     jobId: input.jobId,
-    revision: input.revision ?? 1,
+    revision,
     setStatus(status) {
       if (status === published) return;
+      // From revision 2, a job that never waited writes no status at all: nothing would be corrected.
+      if (revision >= 2 && published === undefined && !WAITING.includes(status)) return;
       published = status;
       if (input.searchAttributes !== false) upsertSearchAttributes([{ key: searchAttributes.status, value: status }]);
+    },
+    leaveWait() {
+      if (published !== undefined && WAITING.includes(published)) this.setStatus('running');
     },
     beforeLook() {
       changed = false;

@@ -1,11 +1,12 @@
 /**
- * `npm run replay:record`: refreshes the committed histories of the replay
- * gate from the last test run (.data/replay/tests): one history per shape
- * (the sequence of its event types and activity names), so every path the
- * tests took is kept once. Run it after a change to workflow code that was
- * made with patched(), so the gate also holds the new paths.
+ * `npm run replay:record`: adds to the committed histories of the replay gate
+ * the paths the last test run took (.data/replay/tests) that they do not hold
+ * yet: one history per shape (the sequence of its event types and activity
+ * names). Histories already committed stay: runs of earlier workflow
+ * revisions must keep replaying. Run it after a change to workflow code
+ * (made with patched() or a new revision), so the gate also holds its paths.
  */
-import { copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { listHistories } from '../../src/temporal/histories';
 import { TEST_HISTORIES_DIR } from '../harness/global-teardown';
@@ -24,17 +25,17 @@ function shapeOf(file: string): string {
 }
 
 function main(): void {
-  const max = Number(process.argv[2] ?? 60);
-  const byShape = new Map<string, string>();
+  const max = Number(process.argv[2] ?? 40);
+  mkdirSync(COMMITTED_HISTORIES_DIR, { recursive: true });
+  const committed = new Set(listHistories([COMMITTED_HISTORIES_DIR]).map((history) => shapeOf(history.file)));
+  const added = new Map<string, string>();
   for (const history of listHistories([TEST_HISTORIES_DIR])) {
     const shape = shapeOf(history.file);
-    if (!byShape.has(shape)) byShape.set(shape, history.file);
+    if (!committed.has(shape) && !added.has(shape)) added.set(shape, history.file);
   }
-  rmSync(COMMITTED_HISTORIES_DIR, { recursive: true, force: true });
-  mkdirSync(COMMITTED_HISTORIES_DIR, { recursive: true });
-  const kept = [...byShape.values()].slice(0, max);
+  const kept = [...added.values()].slice(0, max);
   for (const file of kept) copyFileSync(file, path.join(COMMITTED_HISTORIES_DIR, path.basename(file)));
-  console.log(`kept ${kept.length} of ${byShape.size} shapes in ${COMMITTED_HISTORIES_DIR}`);
+  console.log(`added ${kept.length} new shapes (of ${added.size}) to the ${committed.size} in ${COMMITTED_HISTORIES_DIR}`);
 }
 
 main();
