@@ -30,6 +30,8 @@ export interface OnceflowConfig {
     workflowTaskTimeoutMs: number;
     /** Onceflow's custom search attributes are registered on the server (OnceflowPrincipal, OnceflowOperation, OnceflowJobStatus). */
     searchAttributes: boolean;
+    /** A worker runs one warm-up workflow as it starts, so its first job costs what later ones do. */
+    warmUp: boolean;
   };
   api: {
     host: string;
@@ -125,6 +127,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): OnceflowConfig
       stickyQueueTimeoutMs: int(env, 'ONCEFLOW_STICKY_QUEUE_TIMEOUT_MS', 1_000, 100),
       workflowTaskTimeoutMs: int(env, 'ONCEFLOW_WORKFLOW_TASK_TIMEOUT_MS', 10_000, 1_000, 120_000),
       searchAttributes: int(env, 'ONCEFLOW_SEARCH_ATTRIBUTES', 1, 0, 1) === 1,
+      warmUp: int(env, 'ONCEFLOW_WORKER_WARM_UP', 1, 0, 1) === 1,
     },
     api: {
       host,

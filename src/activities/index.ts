@@ -2,13 +2,14 @@ import { createAttemptActivities } from './attempt-activities';
 import type { ActivityDeps } from './deps';
 import { createEffectActivities } from './effect-activities';
 import { createJobActivities } from './job-activities';
+import { createWarmUpActivities } from './warm-up-activities';
 
 export type { ActivityDeps, AttemptSettings, Clock, SweeperSettings } from './deps';
 
 /** Builds the activities from their dependencies; nothing here is a module-level singleton. */
 export function createActivities(deps: ActivityDeps) {
   const { sendAttempt, ...attemptActivities } = createAttemptActivities(deps);
-  return { ...createJobActivities(deps, { sendAttempt }), ...attemptActivities, ...createEffectActivities(deps) };
+  return { ...createJobActivities(deps, { sendAttempt }), ...attemptActivities, ...createEffectActivities(deps), ...createWarmUpActivities(deps) };
 }
 
 export type Activities = ReturnType<typeof createActivities>;

@@ -54,6 +54,14 @@ function encoder(encoding: Encoding): Tiktoken {
   return found;
 }
 
+/**
+ * Builds the tokenizers of these models now (each takes a noticeable moment
+ * the first time), so a worker's first job does not pay for it.
+ */
+export function warmUpTokenizers(models: string[]): void {
+  for (const model of new Set(models)) encoder(profileOf(model).encoding);
+}
+
 /** Tokens of a chat prompt by the model's tokenizer, with the per-message framing chat formats add. */
 export function countPromptTokens(messages: ChatMessage[], encoding: Encoding): number {
   const tokenizer = encoder(encoding);

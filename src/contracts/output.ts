@@ -20,6 +20,11 @@ function validatorFor(operation: Pick<OperationDefinition, 'output'>): ValidateF
   return validate;
 }
 
+/** Compiles these operations' output contracts now, so the first answer checked costs what the hundredth does. */
+export function compileContracts(operations: Iterable<Pick<OperationDefinition, 'output'>>): void {
+  for (const operation of operations) validatorFor(operation);
+}
+
 /** The start of a text, cut to a byte limit without splitting a character. */
 export function excerpt(text: string, limitBytes = EVIDENCE_LIMIT_BYTES): string {
   const bytes = Buffer.from(text, 'utf8');

@@ -48,6 +48,10 @@ export const RETENTION_SCHEDULE_ID = 'onceflow-retention';
 export const SWEEPER_WORKFLOW = 'sweeperWorkflow';
 export const SWEEPER_SCHEDULE_ID = 'onceflow-sweeper';
 
+export const WARM_UP_WORKFLOW = 'warmUpWorkflow';
+/** A worker's warm-up workflow id: the prefix, then the worker's host and process. */
+export const WARM_UP_WORKFLOW_ID_PREFIX = 'onceflow-warm-up-';
+
 /** Wakes the workflow: a job was cancelled or an attempt resolved out of band. */
 export const jobChangedSignal = defineSignal('jobChanged');
 

@@ -8,6 +8,9 @@ import { createRegistry } from '../operations/registry';
 import { loadProviders } from '../providers/load';
 import { connectTemporal, installTemporalRuntime } from '../temporal/connect';
 import { ensureRetentionSchedule, ensureSweeperSchedule } from '../temporal/schedules';
+import { WARM_UP_WORKFLOW, WARM_UP_WORKFLOW_ID_PREFIX } from '../temporal/contract';
+import { hostname } from 'node:os';
+import { warmUpTokenizers } from '../contracts/models';
 import { buildActivityDeps } from './activity-deps';
 import { createWorker } from './worker';
 
@@ -21,6 +24,8 @@ export async function startWorker(config: OnceflowConfig, db: Pool, metrics: Met
   installTemporalRuntime();
   const operations = createRegistry();
   const { providers, routeFor: route } = await loadProviders(config, operations);
+  // The first job should cost what the hundredth does: the tokenizers it checks prompts with are built now.
+  warmUpTokenizers([...operations.keys()].flatMap((name) => route(name).map((step) => step.model)));
   let connection: NativeConnection;
   try {
     connection = await NativeConnection.connect({ address: config.temporal.address });
@@ -41,6 +46,7 @@ export async function startWorker(config: OnceflowConfig, db: Pool, metrics: Met
   const running = worker.run();
   await ensureRetentionSchedule(client, { taskQueue: config.temporal.taskQueue, retentionDays: config.retentionDays });
   await ensureSweeperSchedule(client, { taskQueue: config.temporal.taskQueue });
+  if (config.temporal.warmUp) await warmUpWorker(client, config.temporal.taskQueue);
   return {
     worker,
     async close() {
@@ -50,4 +56,28 @@ export async function startWorker(config: OnceflowConfig, db: Pool, metrics: Met
       await clientConnection.close();
     },
   };
+}
+
+/**
+ * Runs the warm-up workflow once and waits for it (at most a few seconds), so
+ * the first job does not pay for first uses. On a task queue with several
+ * workers it may warm another one; a warm-up that fails is reported and let
+ * go, since it only saves the first job some time.
+ */
+async function warmUpWorker(client: Client, taskQueue: string): Promise<void> {
+  const workflowId = `${WARM_UP_WORKFLOW_ID_PREFIX}${hostname()}-${process.pid}-${Date.now()}`;
+  try {
+    const handle = await client.workflow.start(WARM_UP_WORKFLOW, { workflowId, taskQueue, workflowExecutionTimeout: '30 seconds' });
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('no answer within 10 s')), 10_000);
+    });
+    try {
+      await Promise.race([handle.result(), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  } catch (err) {
+    console.warn(`worker: warm-up ${workflowId} did not finish (${(err as Error).message}); the first job pays for first uses`);
+  }
 }

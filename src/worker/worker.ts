@@ -1,5 +1,6 @@
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { Activities } from '../activities';
+import { prebuiltWorkflows } from './bundle';
 
 export interface WorkerDeps {
   connection: NativeConnection;
@@ -8,7 +9,7 @@ export interface WorkerDeps {
   activities: Activities;
   /** How long a workflow task waits for the worker that ran the workflow last (its sticky queue) before any worker may take it. */
   stickyQueueTimeoutMs?: number;
-  /** A prebuilt workflow bundle (tests build one per run); otherwise the workflows are bundled from source. */
+  /** A prebuilt workflow bundle (tests build one per run); otherwise the one `npm run build` made, or the sources bundled now. */
   workflowBundle?: WorkerOptions['workflowBundle'];
 }
 
@@ -20,6 +21,6 @@ export function createWorker(deps: WorkerDeps): Promise<Worker> {
     taskQueue: deps.taskQueue,
     activities: deps.activities,
     ...(deps.stickyQueueTimeoutMs ? { stickyQueueScheduleToStartTimeout: deps.stickyQueueTimeoutMs } : {}),
-    ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
+    ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : prebuiltWorkflows()),
   });
 }
