@@ -29,6 +29,9 @@ finish), with one reproduction line per failed trial.
 
 options:
   --trials N        how many trials (default 30); numbered 1..N
+  --from F          number them F..F+N-1 instead (to go on with a seed later)
+  --minutes M       start no trial after M minutes; the report covers the
+                    trials that ran (a long run that must end on time)
   --seed S          the run's seed, a 32-bit integer (default: random, printed);
                     the same seed draws the same faults for every trial
   --trial T         run only trial T of the seed (repeatable): exactly the draws
@@ -59,6 +62,8 @@ function parse(argv: string[]) {
     args: argv,
     options: {
       trials: { type: 'string' },
+      from: { type: 'string' },
+      minutes: { type: 'string' },
       seed: { type: 'string' },
       trial: { type: 'string', multiple: true },
       concurrency: { type: 'string' },
@@ -82,12 +87,14 @@ function parse(argv: string[]) {
   const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : int(values.seed, 'seed', 0, -(2 ** 31));
   const trials = int(values.trials, 'trials', 30, 1);
   const only = (values.trial ?? []).map((t) => int(t, 'trial', 1, 1));
+  const from = int(values.from, 'from', 1, 1);
   return {
     help: values.help ?? false,
     selfTest: values['self-test'] ?? false,
     liveSelfTest: values['live-self-test'] ?? false,
     seed: seed | 0,
-    trialNumbers: only.length ? only : Array.from({ length: trials }, (_, i) => i + 1),
+    trialNumbers: only.length ? only : Array.from({ length: trials }, (_, i) => from + i),
+    minutes: values.minutes === undefined ? undefined : int(values.minutes, 'minutes', 0, 1),
     concurrency: int(values.concurrency, 'concurrency', 2, 1),
     repeat: int(values.repeat, 'repeat', 1, 1),
     settleMs: int(values['settle-ms'], 'settle-ms', 90_000, 5_000),
@@ -142,7 +149,9 @@ async function main(): Promise<number> {
       const plan = drawPlan(options.seed, trial, tag);
       return { alone: runsAlone(plan), run: () => runTrial(ctx, plan, { settleMs: options.settleMs }) };
     });
-    records = await schedule(jobs, options.concurrency, (record) => log(trialLine(record)), () => interrupted);
+    const stopAt = options.minutes === undefined ? Infinity : started + options.minutes * 60_000;
+    records = await schedule(jobs, options.concurrency, (record) => log(trialLine(record)), () => interrupted || Date.now() >= stopAt);
+    if (records.length < jobs.length && !interrupted) log(`--minutes ${options.minutes}: ${records.length} of ${jobs.length} trials ran in the time given`);
   } finally {
     if (!interrupted) await stack.stop();
   }
