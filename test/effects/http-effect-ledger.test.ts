@@ -1,18 +1,15 @@
-import { randomUUID } from 'node:crypto';
 import type { HttpEffectDeclaration } from '../../src/effects/http-declaration';
 import { createHttpEffect } from '../../src/effects/http-effect';
 import { createMessageSend } from '../../src/effects/message-send';
 import { createEffectRunner } from '../../src/effects/runner';
 import type { EffectAdapter } from '../../src/effects/types';
-import { requestDigest } from '../../src/jobs/digest';
-import { jobWorkflowId } from '../../src/jobs/scope';
-import { commitAttemptResult, markAttemptRunning, openAttempt } from '../../src/ledger/attempts';
 import { getEffect } from '../../src/ledger/effects';
-import { admitJob, getJob } from '../../src/ledger/jobs';
+import { getJob } from '../../src/ledger/jobs';
 import { createMetrics } from '../../src/metrics/metrics';
 import { createRegistry } from '../../src/operations/registry';
 import { startSimDownstream, type SimDownstream } from '../../src/sim/downstream-server';
 import { createTestDatabase, type TestDatabase } from '../harness/database';
+import { jobWithWinner as jobWithWinnerIn } from '../harness/effect-jobs';
 
 /**
  * A declared HTTP effect through the effect ledger, against a real
@@ -53,18 +50,7 @@ describe('a declared HTTP effect in the effect ledger', () => {
     });
   const declaredAgainst = (target: SimDownstream, overrides: Partial<HttpEffectDeclaration> = {}) => createHttpEffect(messageSend(overrides), { MESSAGES_URL: target.url });
 
-  /** A job whose AI step has a winner: what effects run after. */
-  async function jobWithWinner(reply: string): Promise<{ jobId: string; ticketId: string }> {
-    const ticketId = `T-${randomUUID().slice(0, 8)}`;
-    const scope = { principalId: 'alice', operation: 'support.reply', idempotencyKey: randomUUID() };
-    const input = { ticketId, customerMessage: 'hi', channel: 'email' };
-    const { job } = await admitJob(db.pool, { ...scope, input, schemaVersion: 1, requestDigest: requestDigest('support.reply', 1, input), workflowId: jobWorkflowId(scope) });
-    const opened = await openAttempt(db.pool, { jobId: job.id, provider: 'sim-primary', model: 'sim-small' });
-    if (opened.kind !== 'opened') throw new Error('no attempt');
-    await markAttemptRunning(db.pool, opened.attempt.id);
-    await commitAttemptResult(db.pool, opened.attempt.id, { reply, escalate: false }, { terminal: false });
-    return { jobId: job.id, ticketId };
-  }
+  const jobWithWinner = (reply: string) => jobWithWinnerIn(db.pool, reply);
   const deliveriesOf = (target: SimDownstream, ticketId: string) => target.deliveries().filter((d) => d.ticketId === ticketId);
   /** The lease has run out: recovery may take the effect over. */
   const expireLease = (jobId: string) => db.pool.query(`UPDATE effects SET lease_expires_at = now() - interval '1 second' WHERE job_id = $1`, [jobId]);
