@@ -1,4 +1,5 @@
 import { Type, type Static, type StringOptions, type TSchema, type TUnsafe } from '@sinclair/typebox';
+import { EFFECT_NAME_MAX_LENGTH, EFFECT_NAME_PATTERN } from '../effects/types';
 import { ACCEPTED_STRING_PATTERN } from './strings';
 
 /**
@@ -197,7 +198,7 @@ export const ResolutionBodySchema = Type.Object(
 );
 
 /** Effect names: lowercase words joined by dots, dashes or underscores (message.send). */
-export const EffectNameSchema = Type.String({ pattern: '^[a-z][a-z0-9]*([._-][a-z0-9]+)*$', maxLength: 64, description: 'effect name', examples: ['message.send'] });
+export const EffectNameSchema = Type.String({ pattern: EFFECT_NAME_PATTERN, maxLength: EFFECT_NAME_MAX_LENGTH, description: 'effect name', examples: ['message.send'] });
 
 export const EffectResolutionParamsSchema = Type.Object({ id: Uuid('job id'), name: EffectNameSchema });
 
