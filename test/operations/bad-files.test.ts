@@ -143,9 +143,27 @@ describe('an operations file with a mistake', () => {
 
     // Assert
     expect(result.code).toBe(1);
-    expect(result.stderr.trim()).toMatch(new RegExp(`^worker: ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:\\d+:\\d+: /operations/0/effects/0: effect "ticket.comment" has no adapter`));
+    expect(result.stderr.trim()).toMatch(new RegExp(`^worker: ${escapeRegExp(file)}:\\d+:\\d+: /operations/0/effects/0: effect "ticket.comment" has no adapter`));
   }, 30_000);
 });
+
+describe('`npm start` with a wrong operations file', () => {
+  it('exits 1 with the problem before it starts anything', async () => {
+    // Arrange
+    const dir = mkdtempSync(path.join(tmpdir(), 'onceflow-ops-'));
+    const file = path.join(dir, 'ops.yaml');
+    writeFileSync(file, 'operations:\n  - module: ./nowhere.js\n');
+
+    // Act
+    const result = await run(path.join(__dirname, '..', '..', 'src', 'stack', 'start.ts'), { ONCEFLOW_OPERATIONS_FILE: file, DATABASE_URL: 'postgres://127.0.0.1:1/none' });
+
+    // Assert
+    expect(result.code).toBe(1);
+    expect(result.stderr.trim()).toMatch(new RegExp(`^onceflow: ${escapeRegExp(file)}:2:5: /operations/0/module: cannot load ./nowhere.js: Cannot find module`));
+  }, 30_000);
+});
+
+const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 function run(entry: string, env: NodeJS.ProcessEnv): Promise<{ code: number | null; stderr: string }> {
   const base = { ...process.env };
