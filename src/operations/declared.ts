@@ -26,6 +26,7 @@ const length = (value: unknown): number | undefined => (typeof value === 'string
  * The business checks of a declaration as one function, in declared order.
  * A rule other than nonBlank passes a field that is absent (the output
  * contract says what is required).
+ * @throws SyntaxError when a forbid pattern is not a regular expression (the loader reports it first).
  */
 export function compileChecks(checks: readonly DeclaredCheck[]): (output: unknown) => string[] {
   const rules = checks.map((check): ((output: unknown) => boolean) => {

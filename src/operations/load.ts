@@ -35,6 +35,8 @@ export interface LoadedOperations {
 type Report = (pointer: string, problem: string) => void;
 
 const fileSchema = JSON.parse(readFileSync(OPERATIONS_SCHEMA_FILE, 'utf8')) as JsonSchema & { $id: string };
+// strictRequired off: the check rules are told apart by `oneOf: [{required: [nonBlank]}, …]`, which
+// names properties declared one level up. verbose: a oneOf's error reads its schema's description.
 const schemaAjv = new Ajv({ allErrors: true, strict: true, strictRequired: false, verbose: true });
 schemaAjv.addSchema(fileSchema);
 const validateFile = schemaAjv.getSchema(fileSchema.$id)!;
@@ -58,7 +60,10 @@ export function loadOperations(file: string = DEMO_OPERATIONS_FILE): LoadedOpera
 
 let demo: LoadedOperations | undefined;
 
-/** The demo file's operations, loaded once per process. */
+/**
+ * The demo file's operations, loaded once per process.
+ * @throws OperationsFileError when the demo file is broken.
+ */
 export function demoOperations(): LoadedOperations {
   demo ??= loadOperations(DEMO_OPERATIONS_FILE);
   return demo;
