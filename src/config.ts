@@ -69,6 +69,8 @@ export interface OnceflowConfig {
     demotion: { window: number; minSamples: number; threshold: number };
   };
   providersFile?: string;
+  /** The operations file (YAML); unset: the demo file, operations/demo.yaml. */
+  operationsFile?: string;
   /** Where the built-in providers and the messaging service find the simulators (SIM_*_PORT, as `npm run sim` reads them). */
   simulators: { primaryUrl: string; backupUrl: string; downstreamUrl: string };
   /** Whether `npm start` verifies every route's contracts before it takes jobs (ONCEFLOW_VERIFY_AT_START, default on). */
@@ -156,6 +158,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): OnceflowConfig
       },
     },
     providersFile: env.ONCEFLOW_PROVIDERS_FILE || undefined,
+    operationsFile: env.ONCEFLOW_OPERATIONS_FILE || undefined,
     simulators,
     verifyAtStart: env.ONCEFLOW_VERIFY_AT_START !== '0',
     workerMetricsPort: int(env, 'ONCEFLOW_WORKER_METRICS_PORT', 9464, 0, 65535),

@@ -125,9 +125,17 @@ export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps): Pr
       if (!operation) {
         throw new ProblemError(400, ProblemType.unknownOperation, 'Unknown operation', `no operation named ${JSON.stringify(operationName)}; known: ${[...deps.operations.keys()].join(', ')}`);
       }
-      const errors = operation.validateInput(input);
+      // Old versions stay beside new ones: a request names the one its input is written for, or gets the newest.
+      const schemaVersion = request.body.schemaVersion ?? operation.schemaVersion;
+      if (!operation.versions.some((version) => version.schemaVersion === schemaVersion)) {
+        const known = operation.versions.map((version) => version.schemaVersion).join(', ');
+        throw new ProblemError(400, ProblemType.validation, 'Invalid input', `${operation.name} has no schema version ${schemaVersion}; it has ${known}`, {
+          errors: [{ pointer: '/schemaVersion', detail: `must be one of ${known}` }],
+        });
+      }
+      const errors = operation.validateInput(input, schemaVersion);
       if (errors.length > 0) {
-        throw new ProblemError(400, ProblemType.validation, 'Invalid input', `the input is not valid for ${operation.name} v${operation.schemaVersion}: ${errors.map((e) => `${e.pointer} ${e.detail}`).join('; ')}`, { errors });
+        throw new ProblemError(400, ProblemType.validation, 'Invalid input', `the input is not valid for ${operation.name} v${schemaVersion}: ${errors.map((e) => `${e.pointer} ${e.detail}`).join('; ')}`, { errors });
       }
 
       let admission;
@@ -136,7 +144,7 @@ export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps): Pr
           principalId: principal.id,
           operation: operation.name,
           idempotencyKey,
-          schemaVersion: operation.schemaVersion,
+          schemaVersion,
           input,
         });
       } catch (err) {

@@ -142,6 +142,7 @@ export type JobView = Static<typeof JobSchema>;
 export const SubmitBodySchema = Type.Object(
   {
     operation: Text({ minLength: 1, maxLength: 128, description: 'a registered operation, e.g. support.reply' }),
+    schemaVersion: Type.Optional(Type.Integer({ minimum: 1, description: "the version of the operation's input schema the input is written for; default: the newest" })),
     input: Type.Object({}, { additionalProperties: true, description: "validated against the operation's input schema" }),
   },
   { additionalProperties: false },

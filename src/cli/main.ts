@@ -13,7 +13,7 @@ import { loadConfig } from '../config';
 import { verifyContracts } from '../contracts/verify';
 import { migrate } from '../db/migrate';
 import { assertReachable, createPool } from '../db/pool';
-import { createRegistry } from '../operations/registry';
+import { loadOperations } from '../operations/load';
 import { loadProviders } from '../providers/load';
 import { HISTORIES_USAGE, historiesCommand } from './histories';
 
@@ -42,7 +42,7 @@ async function main(argv: string[]): Promise<number> {
   try {
     await assertReachable(db, config.databaseUrl);
     await migrate(db);
-    const operations = createRegistry();
+    const operations = loadOperations(config.operationsFile).registry;
     const { providers, routeFor } = await loadProviders(config, operations);
     const records = await verifyContracts({ db, operations, providers, routeFor }, { operation: values.operation, provider: values.provider }, { samples: config.contracts.samples, timeoutMs: config.attempts.timeoutMs });
     if (records.length === 0) {

@@ -51,6 +51,8 @@ export interface SubmitOptions {
   idempotencyKey?: string;
   /** Ask the server to wait up to this many seconds (0..60) for a terminal state. */
   waitSeconds?: number;
+  /** The version of the operation's input schema the input is written for; default: the newest. */
+  schemaVersion?: number;
 }
 
 export interface Submitted {
@@ -85,7 +87,7 @@ export class OnceflowClient {
     const idempotencyKey = opts.idempotencyKey ?? randomUUID();
     const headers: Record<string, string> = { 'content-type': 'application/json', 'idempotency-key': idempotencyKey };
     if (opts.waitSeconds !== undefined) headers.prefer = `wait=${opts.waitSeconds}`;
-    const response = await this.request('POST', '/v1/jobs', headers, JSON.stringify({ operation, input }));
+    const response = await this.request('POST', '/v1/jobs', headers, JSON.stringify({ operation, ...(opts.schemaVersion === undefined ? {} : { schemaVersion: opts.schemaVersion }), input }));
     return { job: (await response.json()) as Job, idempotencyKey, replayed: response.headers.get('idempotent-replayed') === 'true' };
   }
 

@@ -4,7 +4,8 @@ import type { Pool } from 'pg';
 import { createActivities } from '../activities';
 import type { OnceflowConfig } from '../config';
 import { createMetrics, type Metrics } from '../metrics/metrics';
-import { createRegistry } from '../operations/registry';
+import { recordOperationVersions } from '../ledger/operation-versions';
+import { loadOperations, type LoadedOperations } from '../operations/load';
 import { loadProviders } from '../providers/load';
 import { connectTemporal, installTemporalRuntime } from '../temporal/connect';
 import { ensureRetentionSchedule, ensureSweeperSchedule } from '../temporal/schedules';
@@ -19,11 +20,15 @@ export interface RunningWorker {
   close(): Promise<void>;
 }
 
-/** Starts a worker polling config.temporal.taskQueue; close() drains it. */
-export async function startWorker(config: OnceflowConfig, db: Pool, metrics: Metrics = createMetrics({ defaultMetrics: true })): Promise<RunningWorker> {
+/**
+ * Starts a worker polling config.temporal.taskQueue; close() drains it.
+ * @throws OperationsFileError when the operations file is wrong, or changes an input schema under a version jobs were made with.
+ */
+export async function startWorker(config: OnceflowConfig, db: Pool, metrics: Metrics = createMetrics({ defaultMetrics: true }), loaded: LoadedOperations = loadOperations(config.operationsFile)): Promise<RunningWorker> {
   installTemporalRuntime();
-  const operations = createRegistry();
+  const operations = loaded.registry;
   const { providers, routeFor: route } = await loadProviders(config, operations);
+  await recordOperationVersions(db, operations);
   // The first job should cost what the hundredth does: the tokenizers it checks prompts with are built now.
   warmUpTokenizers([...operations.keys()].flatMap((name) => route(name).map((step) => step.model)));
   let connection: NativeConnection;

@@ -163,4 +163,12 @@ export const GUARDS: Guard[] = [
     tests: ['test/faults/ledger-bounds.test.ts'],
     testNamePattern: 'never deadlocks',
   },
+  {
+    name: 'an input schema changes under its version only while no job of that version exists',
+    file: 'src/ledger/operation-versions.ts',
+    find: '\n               AND NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.operation = v.operation AND jobs.schema_version = v.schema_version)',
+    replace: '',
+    tests: ['test/operations/version-discipline.test.ts'],
+    testNamePattern: 'is refused at start',
+  },
 ];
