@@ -12,6 +12,7 @@ import { ALWAYS_POSSIBLE, finishDocument, problemResponse } from './openapi';
 import { registerServiceRoutes } from './service-routes';
 import { installEdgeGuards } from './edge-guards';
 import { AuthThrottle } from './auth-throttle';
+import { DatabaseKeys } from './database-keys';
 import { frameworkProblem, handleClientError, installErrorHandler, sendProblem } from './errors';
 import { installJsonBodyParser } from './json-body';
 import { RouteMethods } from './methods';
@@ -141,7 +142,10 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
-  const keyRing = new KeyRing(deps.config.keys);
+  const keyRing = new KeyRing(
+    deps.config.keys,
+    new DatabaseKeys(deps.db, (err) => app.log.warn({ err }, 'could not record when an API key was last used')),
+  );
   const throttle = new AuthThrottle({ maxFailures: api.authFailuresPerWindow, windowMs: api.authFailureWindowMs });
   await app.register(rateLimit, {
     global: false,
@@ -157,7 +161,7 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
 
   await app.register(async (v1) => {
     v1.addHook('onRequest', async (request) => {
-      request.principal = authenticateRequest(request, keyRing, throttle);
+      request.principal = await authenticateRequest(request, keyRing, throttle);
     });
     await registerJobRoutes(v1, deps);
     await registerJobCommandRoutes(v1, deps);
