@@ -7,7 +7,7 @@ import { authenticateRequest, KeyRing, type Principal } from './auth';
 import { registerJobCommandRoutes, registerJobRoutes } from './jobs-routes';
 import { registerProviderRoutes } from './providers-routes';
 import { ProblemError, ProblemType } from './problems';
-import { JobSchema, ProblemSchema } from './schemas';
+import { JobPageSchema, JobSchema, ProblemSchema } from './schemas';
 import { ALWAYS_POSSIBLE, finishDocument, problemResponse } from './openapi';
 import { registerServiceRoutes } from './service-routes';
 import { installEdgeGuards } from './edge-guards';
@@ -86,6 +86,7 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
   installJsonBodyParser(app);
   app.addSchema(ProblemSchema);
   app.addSchema(JobSchema);
+  app.addSchema(JobPageSchema);
   installEdgeGuards(app);
   const methods = new RouteMethods(app);
 
