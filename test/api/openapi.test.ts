@@ -164,6 +164,24 @@ describe('the OpenAPI document', () => {
     }
   });
 
+  it("documents the operators' list on GET /v1/jobs: its parameters, the page, the Link header and 403", () => {
+    // Arrange
+    const find = byId('findJob');
+    const parameter = (name: string): Json => find.parameters.find((p: Json) => p.name === name && p.in === 'query');
+
+    // Assert
+    expect(parameter('status').schema.enum).toEqual(['accepted', 'running', 'awaiting_resolution', 'succeeded', 'failed', 'cancelled', 'needs_review']);
+    for (const name of ['operation', 'idempotencyKey', 'status', 'principal', 'cursor', 'limit']) expect(parameter(name).required).toBeFalsy();
+    expect(matches(parameter('limit').schema.pattern, '200')).toBe(true);
+    expect(matches(parameter('limit').schema.pattern, '201')).toBe(false);
+    expect(matches(parameter('limit').schema.pattern, '0')).toBe(false);
+    const ok = find.responses['200'];
+    expect(ok.headers.Link.schema.type).toBe('string');
+    expect(ok.content['application/json'].schema.anyOf.map((branch: Json) => branch.$ref)).toEqual(['#/components/schemas/Job', '#/components/schemas/JobPage']);
+    expect(doc.components.schemas.JobPage.required).toEqual(['jobs']);
+    expect(Object.keys(find.responses)).toEqual(expect.arrayContaining(['400', '403', '404']));
+  });
+
   it('gives examples for the submit body, its headers, problems and the job', () => {
     const headers = byId('submitJob').parameters;
     expect(headers.every((p: Json) => p.example !== undefined || p.examples !== undefined)).toBe(true);
