@@ -10,6 +10,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export const CURSOR_PATTERN = '^[A-Za-z0-9_-]{1,200}$';
 
+/** The cursor of the page after the job at this place. */
 export function encodeCursor(position: ListPosition): string {
   return Buffer.from(JSON.stringify([position.createdAt, position.id]), 'utf8').toString('base64url');
 }

@@ -15,6 +15,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { LISTABLE_STATUSES, type ListableStatus } from '../ledger/job-list';
 import { OnceflowApiError, OnceflowClient, OnceflowUnavailableError, type Job, type JobPage, type Verification } from '../client';
+import { LIMIT_PATTERN } from '../api/schemas';
 import { ExitCode, table, UsageError, when, type CliIo } from './io';
 
 export const OPERATOR_USAGE = `usage: onceflow jobs list --status STATUS [--principal P] [--operation O] [--limit N] [--cursor C] [--json]
@@ -92,7 +93,7 @@ function commandOf(group: string, command: string | undefined): ((args: string[]
     return async (args, io) => {
       const { values } = parse(args, { status: { type: 'string' }, principal: { type: 'string' }, operation: { type: 'string' }, limit: { type: 'string' }, cursor: { type: 'string' } }, 0);
       const status = oneOf<ListableStatus>(values.status, '--status', LISTABLE_STATUSES);
-      if (values.limit !== undefined && !/^([1-9][0-9]?|1[0-9]{2}|200)$/.test(values.limit)) throw new UsageError('--limit is 1 to 200');
+      if (values.limit !== undefined && !new RegExp(LIMIT_PATTERN).test(values.limit)) throw new UsageError('--limit is 1 to 200');
       const query = { status, principal: values.principal, operation: values.operation, limit: values.limit === undefined ? undefined : Number(values.limit), cursor: values.cursor };
       return { client: connect(values, io), json: values.json === true, finish: async (client) => showPage(await client.listJobs(query), query) };
     };
