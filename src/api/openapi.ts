@@ -17,10 +17,10 @@ type Json = Record<string, any>;
 const PROBLEM_STATUSES: Record<number, { description: string; headers?: Record<string, object> }> = {
   400: {
     description:
-      'The request is not valid: malformed JSON, a field that breaks its schema (errors names each), a string with NUL or a lone surrogate, a forbidden key (__proto__), a missing or malformed Idempotency-Key, an invalid Prefer: wait, a header sent twice, or a path that is not valid percent-encoding',
+      'The request is not valid: malformed JSON, a field that breaks its schema (errors names each), a string with NUL or a lone surrogate, a forbidden key (__proto__), a missing or malformed Idempotency-Key, an invalid Prefer: wait, a header sent twice, a path that is not valid percent-encoding, or a query of GET /v1/jobs that mixes finding by key with listing, lists without status, or carries a cursor this API did not give out',
   },
   401: { description: 'Missing or wrong API key', headers: { 'WWW-Authenticate': ResponseHeaders.wwwAuthenticate } },
-  403: { description: 'The key may not do this: operator-only routes for a tenant key, submitting a job with an operator key' },
+  403: { description: 'The key may not do this: operator-only routes (listing jobs included) for a tenant key, submitting a job with an operator key' },
   404: { description: "No such job (or another principal's: tenants are walls), attempt, effect or route step" },
   408: { description: 'The request (headers and body) did not arrive within the request timeout' },
   409: { description: 'Conflict with the current state (see the problem type)' },

@@ -37,6 +37,20 @@ describe('migrations', () => {
     }
   });
 
+  it('apply a migration numbered below the last applied one when it arrives later (numbers may have gaps)', async () => {
+    // Arrange: everything applied, then a migration whose number was free (another branch's) arrives.
+    await migrate(db.pool);
+    const arriving = { version: 7, name: '0007_arrives_later', sql: 'CREATE TABLE arrives_later (id integer)', checksum: 'c7' };
+    const withIt = [...readMigrations(), arriving].sort((a, b) => a.version - b.version);
+
+    // Act
+    const applied = await migrate(db.pool, withIt);
+
+    // Assert
+    expect(applied).toEqual(['0007_arrives_later']);
+    expect(await migrate(db.pool, withIt)).toEqual([]);
+  });
+
   it('refuse to run when an applied migration was edited', async () => {
     // Arrange
     const edited = readMigrations().map((m, i) => (i === 0 ? { ...m, checksum: 'edited' } : m));
