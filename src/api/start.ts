@@ -18,7 +18,7 @@ export interface RunningApi {
 /** Builds the API on its dependencies and listens on config.api. */
 export async function startApi(config: OnceflowConfig, db: Pool, metrics: Metrics = createMetrics({ defaultMetrics: true })): Promise<RunningApi> {
   if (!config.databaseUrl) throw new Error('DATABASE_URL is required');
-  const connection = await connectTemporal(config.temporal.address);
+  const connection = await connectTemporal(config.temporal.connection);
   const client = new Client({ connection, namespace: config.temporal.namespace });
   const waiter = new JobWaiter(config.databaseUrl);
   const operations = createRegistry();

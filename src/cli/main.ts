@@ -12,7 +12,7 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from '../config';
 import { verifyContracts } from '../contracts/verify';
 import { migrate } from '../db/migrate';
-import { assertReachable, createPool } from '../db/pool';
+import { assertReachable, createPool, poolSettings } from '../db/pool';
 import { createRegistry } from '../operations/registry';
 import { loadProviders } from '../providers/load';
 import { HISTORIES_USAGE, historiesCommand } from './histories';
@@ -38,7 +38,7 @@ async function main(argv: string[]): Promise<number> {
     console.error('onceflow: DATABASE_URL is not set');
     return 2;
   }
-  const db = createPool(config.databaseUrl);
+  const db = createPool(config.databaseUrl, poolSettings(config.database));
   try {
     await assertReachable(db, config.databaseUrl);
     await migrate(db);

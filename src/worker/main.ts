@@ -2,7 +2,7 @@
 import { loadConfig } from '../config';
 import { createMetrics } from '../metrics/metrics';
 import { migrate } from '../db/migrate';
-import { assertReachable, createPool } from '../db/pool';
+import { assertReachable, createPool, poolSettings } from '../db/pool';
 import { runMain } from '../process/run-main';
 import { serveMetrics } from '../metrics/server';
 import { startWorker } from './start';
@@ -10,7 +10,7 @@ import { startWorker } from './start';
 runMain('worker', async () => {
   const config = loadConfig();
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set; `npm start` runs the whole stack with an embedded PostgreSQL');
-  const db = createPool(config.databaseUrl);
+  const db = createPool(config.databaseUrl, poolSettings(config.database));
   await assertReachable(db, config.databaseUrl);
   await migrate(db);
   const metrics = createMetrics({ defaultMetrics: true });
