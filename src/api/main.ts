@@ -1,7 +1,7 @@
 /** `npm run api`: the HTTP API alone, against DATABASE_URL and TEMPORAL_ADDRESS. */
 import { loadConfig } from '../config';
 import { migrate } from '../db/migrate';
-import { assertReachable, createPool } from '../db/pool';
+import { assertReachable, createPool, poolSettings } from '../db/pool';
 import { hasLiveApiKey } from '../ledger/api-keys';
 import { loadOperations } from '../operations/load';
 import { runMain } from '../process/run-main';
@@ -12,7 +12,7 @@ runMain('api', async () => {
   // Before anything is opened: a wrong operations file stops the start with every problem in it.
   const operations = loadOperations(config.operationsFile);
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set; `npm start` runs the whole stack with an embedded PostgreSQL');
-  const db = createPool(config.databaseUrl);
+  const db = createPool(config.databaseUrl, poolSettings(config.database));
   await assertReachable(db, config.databaseUrl);
   await migrate(db);
   if (config.keys.principals.size === 0 && config.keys.operatorKeys.length === 0 && !(await hasLiveApiKey(db))) {

@@ -25,7 +25,7 @@ export async function startApi(config: OnceflowConfig, db: Pool, metrics: Metric
   const operations = loaded.registry;
   const { providers, routeFor: route } = await loadProviders(config, operations);
   await recordOperationVersions(db, operations);
-  const connection = await connectTemporal(config.temporal.address);
+  const connection = await connectTemporal(config.temporal.connection);
   const client = new Client({ connection, namespace: config.temporal.namespace });
   const waiter = new JobWaiter(config.databaseUrl);
   const app = await buildApp({

@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from '../config';
 import { verifyContracts } from '../contracts/verify';
 import { migrate } from '../db/migrate';
-import { assertReachable, createPool } from '../db/pool';
+import { assertReachable, createPool, poolSettings } from '../db/pool';
 import { loadOperations } from '../operations/load';
 import { loadProviders } from '../providers/load';
 import { HISTORIES_USAGE, historiesCommand } from './histories';
@@ -63,7 +63,7 @@ export async function runCli(argv: string[], io: CliIo = processIo): Promise<num
     console.error('onceflow: DATABASE_URL is not set');
     return 2;
   }
-  const db = createPool(config.databaseUrl);
+  const db = createPool(config.databaseUrl, poolSettings(config.database));
   try {
     await assertReachable(db, config.databaseUrl);
     await migrate(db);

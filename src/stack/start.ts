@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { loadConfig, parseApiKeys, type OnceflowConfig } from '../config';
 import { migrate } from '../db/migrate';
-import { assertReachable, createPool, redactUrl } from '../db/pool';
+import { assertReachable, createPool, poolSettings, redactUrl } from '../db/pool';
 import { SIM_PORT_ENV, SimPortInUseError, simStackOptionsFromEnv, startSimStack } from '../sim/main';
 import { createMetrics } from '../metrics/metrics';
 import { runMain, throwIfInterrupted } from '../process/run-main';
@@ -120,7 +120,7 @@ async function start(stops: Stops, stopAll: () => Promise<void>, signal: AbortSi
   log(`simulated providers: ${sims.primary.name} ${sims.primary.url}, ${sims.backup.name} ${sims.backup.url}; downstream ${sims.downstream.url}`);
 
   const config: OnceflowConfig = loadConfig(env);
-  const db = createPool(config.databaseUrl!);
+  const db = createPool(config.databaseUrl!, poolSettings(config.database));
   stops.push({ stop: () => db.end() });
   await assertReachable(db, config.databaseUrl!);
   const applied = await migrate(db);

@@ -2,7 +2,7 @@
 import { loadConfig } from '../config';
 import { createMetrics } from '../metrics/metrics';
 import { migrate } from '../db/migrate';
-import { assertReachable, createPool } from '../db/pool';
+import { assertReachable, createPool, poolSettings } from '../db/pool';
 import { loadOperations } from '../operations/load';
 import { runMain } from '../process/run-main';
 import { serveMetrics } from '../metrics/server';
@@ -13,7 +13,7 @@ runMain('worker', async () => {
   // Before anything is opened: a wrong operations file stops the start with every problem in it.
   const operations = loadOperations(config.operationsFile);
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set; `npm start` runs the whole stack with an embedded PostgreSQL');
-  const db = createPool(config.databaseUrl);
+  const db = createPool(config.databaseUrl, poolSettings(config.database));
   await assertReachable(db, config.databaseUrl);
   await migrate(db);
   const metrics = createMetrics({ defaultMetrics: true });

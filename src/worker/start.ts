@@ -1,5 +1,5 @@
 import { Client } from '@temporalio/client';
-import { NativeConnection, type Worker } from '@temporalio/worker';
+import type { Worker } from '@temporalio/worker';
 import type { Pool } from 'pg';
 import { createActivities } from '../activities';
 import type { OnceflowConfig } from '../config';
@@ -7,7 +7,7 @@ import { createMetrics, type Metrics } from '../metrics/metrics';
 import { recordOperationVersions } from '../ledger/operation-versions';
 import { loadOperations, type LoadedOperations } from '../operations/load';
 import { loadProviders } from '../providers/load';
-import { connectTemporal, installTemporalRuntime } from '../temporal/connect';
+import { connectTemporal, connectTemporalWorker, installTemporalRuntime } from '../temporal/connect';
 import { ensureRetentionSchedule, ensureSweeperSchedule } from '../temporal/schedules';
 import { WARM_UP_WORKFLOW, WARM_UP_WORKFLOW_ID_PREFIX } from '../temporal/contract';
 import { hostname } from 'node:os';
@@ -31,14 +31,9 @@ export async function startWorker(config: OnceflowConfig, db: Pool, metrics: Met
   await recordOperationVersions(db, operations);
   // The first job should cost what the hundredth does: the tokenizers it checks prompts with are built now.
   warmUpTokenizers([...operations.keys()].flatMap((name) => route(name).map((step) => step.model)));
-  let connection: NativeConnection;
-  try {
-    connection = await NativeConnection.connect({ address: config.temporal.address });
-  } catch (err) {
-    throw new Error(`Temporal at ${config.temporal.address} is not reachable (${(err as Error).message}); check TEMPORAL_ADDRESS`);
-  }
+  const connection = await connectTemporalWorker(config.temporal.connection);
   // The worker's own client: the sweeper starts job workflows with it, and it keeps the Schedules up to date.
-  const clientConnection = await connectTemporal(config.temporal.address);
+  const clientConnection = await connectTemporal(config.temporal.connection);
   const client = new Client({ connection: clientConnection, namespace: config.temporal.namespace });
   const workflows = { client, taskQueue: config.temporal.taskQueue, searchAttributes: config.temporal.searchAttributes, workflowTaskTimeoutMs: config.temporal.workflowTaskTimeoutMs };
   const worker = await createWorker({
