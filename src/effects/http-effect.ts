@@ -57,7 +57,11 @@ export function createHttpEffect(declaration: HttpEffectDeclaration, env: NodeJS
 
   const method = declaration.method ?? 'POST';
   if (!['POST', 'PUT', 'PATCH'].includes(method)) throw invalid(`method ${String(method)} is not POST, PUT or PATCH`);
-  const url = checkedUrl(fromEnv(declaration.url), 'the URL', invalid);
+  // The URL may name the job's values too (`/tickets/{{input.ticketId}}/comments`), URL-encoded when sent.
+  const url = fromEnv(declaration.url);
+  const unknownInUrl = unknownPlaceholders(url);
+  if (unknownInUrl.length) throw invalid(`the URL names ${unknownInUrl.map((path) => `{{${path}}}`).join(', ')}; placeholders may name input, output, job.id, job.operation and key`);
+  checkedUrl(url.replace(/\{\{[^{}]*\}\}/g, 'x'), 'the URL', invalid);
   const headers = checkedHeaders(declaration.headers ?? {}, fromEnv, invalid);
   const idempotencyHeader = declaration.idempotencyHeader ?? DEFAULT_IDEMPOTENCY_HEADER;
   checkedHeaders({ [idempotencyHeader]: 'key' }, (text) => text, invalid);
@@ -83,11 +87,18 @@ export function createHttpEffect(declaration: HttpEffectDeclaration, env: NodeJS
 
   async function perform(context: EffectContext): Promise<PerformResult> {
     let body: string;
+    let target: string;
+    try {
+      target = renderUrl(url, context);
+    } catch (err) {
+      if (!(err instanceof TemplateValueError)) throw err;
+      // Nothing was sent: a definite no, with what was missing.
+      return { kind: 'rejected', class: 'url_template', detail: `the URL could not be built: ${err.message}` };
+    }
     try {
       body = JSON.stringify(renderTemplate(bodyTemplate, context));
     } catch (err) {
       if (!(err instanceof TemplateValueError)) throw err;
-      // Nothing was sent: a definite no, with what was missing.
       return { kind: 'rejected', class: 'body_template', detail: `the body could not be built: ${err.message}` };
     }
     const requestHeaders = new Headers(headers);
@@ -95,7 +106,7 @@ export function createHttpEffect(declaration: HttpEffectDeclaration, env: NodeJS
     requestHeaders.set(idempotencyHeader, context.key);
     let response: Response;
     try {
-      response = await fetch(url, { method, headers: requestHeaders, body, redirect: 'manual', signal: signalFor(context) });
+      response = await fetch(target, { method, headers: requestHeaders, body, redirect: 'manual', signal: signalFor(context) });
     } catch (err) {
       return masked(classifyTransportFailure(err));
     }

@@ -41,7 +41,7 @@ export async function startWorker(config: OnceflowConfig, db: Pool, metrics: Met
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     stickyQueueTimeoutMs: config.temporal.stickyQueueTimeoutMs,
-    activities: createActivities(buildActivityDeps({ db, metrics, config, operations, providers, routeFor: route, workflows })),
+    activities: createActivities(buildActivityDeps({ db, metrics, config, operations, providers, routeFor: route, workflows, declaredEffects: loaded.httpEffects })),
   });
   const running = worker.run();
   await ensureRetentionSchedule(client, { taskQueue: config.temporal.taskQueue, retentionDays: config.retentionDays });

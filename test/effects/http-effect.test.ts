@@ -87,6 +87,32 @@ describe('a declared HTTP effect', () => {
   }
 
   describe('performing', () => {
+    it('fills placeholders in the URL from the job, URL-encoded', async () => {
+      // Arrange
+      answer = () => ({ status: 201, body: { id: 'c-9' } });
+      const effect = createHttpEffect(declared({ url: `${baseUrl}/tickets/{{input.ticketId}}/comments?job={{job.id}}` }), {});
+
+      // Act
+      const result = await effect.perform!(context({ input: { ticketId: 'T 7/ä' } }));
+
+      // Assert
+      expect(result).toEqual({ kind: 'done', receipt: { commentId: 'c-9' } });
+      expect(received[0]!.url).toBe('/tickets/T%207%2F%C3%A4/comments?job=job-1');
+    });
+
+    it('refuses a URL placeholder that names nothing it knows, and rejects a job without the value, sending nothing', async () => {
+      // Arrange
+      const effect = createHttpEffect(declared({ url: `${baseUrl}/tickets/{{input.ticketId}}` }), {});
+
+      // Act
+      const result = await effect.perform!(context({ input: {} }));
+
+      // Assert
+      expect(() => createHttpEffect(declared({ url: `${baseUrl}/tickets/{{ticket}}` }), {})).toThrow(/the URL names \{\{ticket\}\}/);
+      expect(result).toMatchObject({ kind: 'rejected', class: 'url_template' });
+      expect(received).toHaveLength(0);
+    });
+
     it('is done on a 2xx, with the receipt taken from the answer by JSON pointer', async () => {
       // Arrange
       answer = () => ({ status: 201, body: { id: 'c-42', meta: { seq: 7, 'a/b': true } } });
