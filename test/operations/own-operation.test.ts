@@ -1,16 +1,15 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { startSimStack, type SimStack } from '../../src/sim/stack';
 import { createTestDatabase, type TestDatabase } from '../harness/database';
+import { startPart, stopPart } from '../harness/parts';
 import { readHarnessState } from '../harness/state';
 
-const ROOT = path.join(__dirname, '..', '..');
 const KEY = 'k_own_operation_alice';
 const TOKEN = 'tickets-secret-token';
 
@@ -80,27 +79,6 @@ effects:
     deduplicates: false
 `;
 
-/** Runs `src/<part>/main.ts` as `npm run <part>` runs the built one; resolves with its first line's match. */
-function startPart(part: 'api' | 'worker', env: NodeJS.ProcessEnv, ready: RegExp): Promise<{ proc: ChildProcess; match: RegExpExecArray }> {
-  const proc = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(ROOT, 'src', part, 'main.ts')], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stderr = '';
-  proc.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((resolve, reject) => {
-    createInterface({ input: proc.stdout! }).on('line', (line) => {
-      const match = ready.exec(line);
-      if (match) resolve({ proc, match });
-    });
-    proc.once('exit', (code) => reject(new Error(`${part} exited with ${code}: ${stderr}`)));
-  });
-}
-
-const stop = (proc: ChildProcess | undefined): Promise<void> =>
-  new Promise((resolve) => {
-    if (!proc || proc.exitCode !== null) return resolve();
-    proc.once('exit', () => resolve());
-    proc.kill('SIGTERM');
-  });
-
 /**
  * What a new user does, by the README: declare their own operation and an
  * HTTP effect to their own endpoint in a file, start the API and a worker
@@ -145,7 +123,7 @@ describe('an operation and a downstream declared in a file', () => {
   }, 120_000);
 
   afterAll(async () => {
-    await Promise.all([stop(api), stop(worker)]);
+    await Promise.all([stopPart(api), stopPart(worker)]);
     await new Promise((resolve) => ticketing.server.close(resolve));
     await sims.close();
     await db.drop();
