@@ -27,7 +27,8 @@ describe('effect claims and recovery', () => {
     await Promise.all([db.drop(), downstream.close(), dedupingDownstream.close()]);
   });
 
-  const LEASE_MS = 600;
+  // Long enough that a loaded machine cannot let a lease lapse between two steps that rely on it being held.
+  const LEASE_MS = 2_000;
   const runnerFor = (target: SimDownstream, metrics = createMetrics()) =>
     createEffectRunner({
       db: db.pool,
