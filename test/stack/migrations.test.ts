@@ -38,16 +38,17 @@ describe('migrations', () => {
   });
 
   it('apply a migration numbered below the last applied one when it arrives later (numbers may have gaps)', async () => {
-    // Arrange: everything applied, then a migration whose number was free (another branch's) arrives.
-    await migrate(db.pool);
-    const arriving = { version: 7, name: '0007_arrives_later', sql: 'CREATE TABLE arrives_later (id integer)', checksum: 'c7' };
-    const withIt = [...readMigrations(), arriving].sort((a, b) => a.version - b.version);
+    // Arrange: everything applied up to a high number, then a migration whose lower number was free (another branch's) arrives.
+    const last = { version: 9000, name: '9000_applied_last', sql: 'CREATE TABLE applied_last (id integer)', checksum: 'c9000' };
+    const arriving = { version: 8999, name: '8999_arrives_later', sql: 'CREATE TABLE arrives_later (id integer)', checksum: 'c8999' };
+    await migrate(db.pool, [...readMigrations(), last]);
+    const withIt = [...readMigrations(), arriving, last];
 
     // Act
     const applied = await migrate(db.pool, withIt);
 
     // Assert
-    expect(applied).toEqual(['0007_arrives_later']);
+    expect(applied).toEqual(['8999_arrives_later']);
     expect(await migrate(db.pool, withIt)).toEqual([]);
   });
 
