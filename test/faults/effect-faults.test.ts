@@ -121,6 +121,24 @@ describe('the effect ledger under a failing or slow downstream', () => {
     expect(await getEffect(db.pool, jobId, 'message.send')).toMatchObject({ tries: 2, lookupFailures: 0 });
   });
 
+  it('sends nothing for a caller already given up on: its claim stays claimed, for recovery to perform', async () => {
+    // Arrange: the caller's activity was cancelled (or timed out) before its claim came back.
+    const { jobId } = await jobWithWinner('Given up on.');
+    let calls = 0;
+    answer = (res) => {
+      calls += 1;
+      res.writeHead(201, { 'content-type': 'application/json' }).end('{"messageId":"m-given-up"}');
+    };
+
+    // Act
+    const state = await runnerFor(customUrl, 60_000).perform(jobId, 'message.send', { owner: 'worker-a', signal: AbortSignal.abort() });
+
+    // Assert
+    expect(state).toMatchObject({ status: 'pending', jobTerminal: false });
+    expect(calls).toBe(0);
+    expect(await getEffect(db.pool, jobId, 'message.send')).toMatchObject({ status: 'pending', phase: 'claimed', tries: 0, leaseOwner: 'worker-a' });
+  });
+
   it('takes any 2xx with a messageId as sent', async () => {
     // Arrange
     const { jobId } = await jobWithWinner('Accepted.');
