@@ -1,12 +1,13 @@
 import { DEFAULT_TASK_QUEUE } from './temporal/names';
 import { SIM_PORT_ENV } from './sim/ports';
+import { ConfigError } from './config-error';
+import { temporalConnectionSettings, type TemporalConnectionSettings } from './temporal/connection-settings';
+
 /**
  * Configuration, parsed and checked once at boot into a typed object. Every
  * component takes the slice it needs; nothing else reads process.env.
  */
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
+export { ConfigError };
 
 /** The principal id operator keys act as; no API key may claim it. */
 export const OPERATOR_PRINCIPAL = 'operator';
@@ -19,8 +20,16 @@ export interface ApiKeys {
 
 export interface OnceflowConfig {
   databaseUrl?: string;
+  database: {
+    /** Connections per process (API and worker each have a pool). */
+    poolSize: number;
+    /** A statement running longer is cancelled by PostgreSQL (0: no limit). */
+    statementTimeoutMs: number;
+  };
   temporal: {
     address: string;
+    /** TLS, client certificate and API key, when the cluster wants them. */
+    connection: TemporalConnectionSettings;
     namespace: string;
     taskQueue: string;
     uiUrl: string;
@@ -69,6 +78,8 @@ export interface OnceflowConfig {
     demotion: { window: number; minSamples: number; threshold: number };
   };
   providersFile?: string;
+  /** The operations file (YAML); unset: the demo file, operations/demo.yaml. */
+  operationsFile?: string;
   /** Where the built-in providers and the messaging service find the simulators (SIM_*_PORT, as `npm run sim` reads them). */
   simulators: { primaryUrl: string; backupUrl: string; downstreamUrl: string };
   /** Whether `npm start` verifies every route's contracts before it takes jobs (ONCEFLOW_VERIFY_AT_START, default on). */
@@ -118,8 +129,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): OnceflowConfig
   const simulators = simulatorsConfig(env);
   return {
     databaseUrl: env.DATABASE_URL || undefined,
+    database: {
+      poolSize: int(env, 'ONCEFLOW_PG_POOL_SIZE', 10, 1, 1_000),
+      statementTimeoutMs: int(env, 'ONCEFLOW_PG_STATEMENT_TIMEOUT_MS', 30_000, 0),
+    },
     temporal: {
       address: env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233',
+      connection: temporalConnectionSettings(env, env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233'),
       namespace: env.TEMPORAL_NAMESPACE ?? 'onceflow',
       taskQueue: env.ONCEFLOW_TASK_QUEUE ?? DEFAULT_TASK_QUEUE,
       uiUrl: (env.TEMPORAL_UI_URL ?? 'http://127.0.0.1:8233').replace(/\/$/, ''),
@@ -156,6 +172,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): OnceflowConfig
       },
     },
     providersFile: env.ONCEFLOW_PROVIDERS_FILE || undefined,
+    operationsFile: env.ONCEFLOW_OPERATIONS_FILE || undefined,
     simulators,
     verifyAtStart: env.ONCEFLOW_VERIFY_AT_START !== '0',
     workerMetricsPort: int(env, 'ONCEFLOW_WORKER_METRICS_PORT', 9464, 0, 65535),

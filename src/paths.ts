@@ -10,3 +10,9 @@ export const toolsDir = path.join(projectRoot, '.tools');
 export const dataDir = path.join(projectRoot, '.data');
 
 export const migrationsDir = path.join(projectRoot, 'migrations');
+
+/** The demo operations file and its neighbours. */
+export const operationsDir = path.join(projectRoot, 'operations');
+
+/** JSON Schemas Onceflow ships for its own files (the operations file). */
+export const schemasDir = path.join(projectRoot, 'schemas');

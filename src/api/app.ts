@@ -7,11 +7,12 @@ import { authenticateRequest, KeyRing, type Principal } from './auth';
 import { registerJobCommandRoutes, registerJobRoutes } from './jobs-routes';
 import { registerProviderRoutes } from './providers-routes';
 import { ProblemError, ProblemType } from './problems';
-import { JobSchema, ProblemSchema } from './schemas';
+import { JobPageSchema, JobSchema, ProblemSchema } from './schemas';
 import { ALWAYS_POSSIBLE, finishDocument, problemResponse } from './openapi';
 import { registerServiceRoutes } from './service-routes';
 import { installEdgeGuards } from './edge-guards';
 import { AuthThrottle } from './auth-throttle';
+import { DatabaseKeys } from './database-keys';
 import { frameworkProblem, handleClientError, installErrorHandler, sendProblem } from './errors';
 import { installJsonBodyParser } from './json-body';
 import { RouteMethods } from './methods';
@@ -85,6 +86,7 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
   installJsonBodyParser(app);
   app.addSchema(ProblemSchema);
   app.addSchema(JobSchema);
+  app.addSchema(JobPageSchema);
   installEdgeGuards(app);
   const methods = new RouteMethods(app);
 
@@ -141,7 +143,10 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
-  const keyRing = new KeyRing(deps.config.keys);
+  const keyRing = new KeyRing(
+    deps.config.keys,
+    new DatabaseKeys(deps.db, (err) => app.log.warn({ err }, 'could not record when an API key was last used')),
+  );
   const throttle = new AuthThrottle({ maxFailures: api.authFailuresPerWindow, windowMs: api.authFailureWindowMs });
   await app.register(rateLimit, {
     global: false,
@@ -157,7 +162,7 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
 
   await app.register(async (v1) => {
     v1.addHook('onRequest', async (request) => {
-      request.principal = authenticateRequest(request, keyRing, throttle);
+      request.principal = await authenticateRequest(request, keyRing, throttle);
     });
     await registerJobRoutes(v1, deps);
     await registerJobCommandRoutes(v1, deps);

@@ -1,7 +1,9 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { OPERATOR_PRINCIPAL, type ApiKeys } from '../config';
 import type { FastifyRequest } from 'fastify';
+import { parseKey } from '../keys/api-key';
 import type { AuthThrottle } from './auth-throttle';
+import type { DatabaseKeys } from './database-keys';
 import { refuseDuplicateHeader } from './edge-guards';
 import { ProblemError, ProblemType } from './problems';
 
@@ -21,13 +23,15 @@ interface KeyEntry {
 const sha256 = (value: string): Buffer => createHash('sha256').update(value, 'utf8').digest();
 
 /**
- * Matches bearer keys in constant time: every configured key is compared
- * (digests of equal length), so timing says nothing about which one matched.
+ * Matches bearer keys: the environment's keys in constant time (every
+ * configured key is compared, digests of equal length, so timing says nothing
+ * about which one matched), then a key shaped `of_<id>_<secret>` against the
+ * database (database-keys.ts).
  */
 export class KeyRing {
   private readonly entries: KeyEntry[];
 
-  constructor(keys: ApiKeys) {
+  constructor(keys: ApiKeys, private readonly databaseKeys?: DatabaseKeys) {
     this.entries = [
       ...[...keys.principals].map(([key, id]) => ({ digest: sha256(key), principal: { id, operator: false, label: id } })),
       // An operator is named by a short digest of its key, so audit records tell operators apart.
@@ -40,9 +44,10 @@ export class KeyRing {
 
   /**
    * The principal of an Authorization header.
-   * @throws ProblemError 401 when the header is missing, malformed or names no key.
+   * @throws ProblemError 401 when the header is missing, malformed or names no key (or a revoked one).
+   * @throws what the database throws when it cannot be asked.
    */
-  authenticate(header: string | undefined): Principal {
+  async authenticate(header: string | undefined): Promise<Principal> {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
     if (!match?.[1]) throw unauthorized('send Authorization: Bearer <api key>');
     const digest = sha256(match[1]);
@@ -50,6 +55,9 @@ export class KeyRing {
     for (const entry of this.entries) {
       if (timingSafeEqual(entry.digest, digest) && !found) found = entry.principal;
     }
+    if (found) return found;
+    const databaseKey = parseKey(match[1]);
+    if (databaseKey && this.databaseKeys) found = await this.databaseKeys.authenticate(databaseKey);
     if (!found) throw unauthorized('the API key is not valid');
     return found;
   }
@@ -63,10 +71,11 @@ function unauthorized(detail: string): ProblemError {
  * The principal of a request to /v1: an address refused by the throttle is
  * refused before its key is compared (auth-throttle.ts says why), a second
  * Authorization header is refused rather than ignored, and a missing or
- * wrong key counts against the address.
- * @throws ProblemError 429 (throttled), 400 (two Authorization headers), 401.
+ * wrong key (a revoked one included) counts against the address; a database
+ * that cannot be asked does not.
+ * @throws ProblemError 429 (throttled), 400 (two Authorization headers), 401; what the database throws.
  */
-export function authenticateRequest(request: FastifyRequest, keyRing: KeyRing, throttle: AuthThrottle): Principal {
+export async function authenticateRequest(request: FastifyRequest, keyRing: KeyRing, throttle: AuthThrottle): Promise<Principal> {
   const refusedForMs = throttle.refusedForMs(request.ip);
   if (refusedForMs > 0) {
     const seconds = String(Math.ceil(refusedForMs / 1000));
@@ -76,9 +85,9 @@ export function authenticateRequest(request: FastifyRequest, keyRing: KeyRing, t
   }
   refuseDuplicateHeader(request, 'Authorization');
   try {
-    return keyRing.authenticate(request.headers.authorization);
+    return await keyRing.authenticate(request.headers.authorization);
   } catch (err) {
-    throttle.fail(request.ip);
+    if (err instanceof ProblemError && err.status === 401) throttle.fail(request.ip);
     throw err;
   }
 }

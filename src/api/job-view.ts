@@ -1,6 +1,7 @@
 import type { JobDetails } from '../ledger/job-details';
 import { JobStatus } from '../jobs/status';
-import type { JobView } from './schemas';
+import type { JobListItem } from '../ledger/job-list';
+import type { JobSummaryView, JobView } from './schemas';
 
 export interface ViewContext {
   temporalUiUrl: string;
@@ -24,9 +25,29 @@ export function renderJob({ job, details }: JobDetails, context: ViewContext): J
     workflowId: job.workflowId,
     createdAt: job.createdAt.toISOString(),
     updatedAt: job.updatedAt.toISOString(),
-    links: {
-      self: `/v1/jobs/${job.id}`,
-      temporalUi: `${context.temporalUiUrl}/namespaces/${encodeURIComponent(context.namespace)}/workflows/${encodeURIComponent(job.workflowId)}`,
-    },
+    links: jobLinks(job, context),
+  };
+}
+
+/** A job as an operator's list shows it. */
+export function renderJobSummary(item: JobListItem, context: ViewContext): JobSummaryView {
+  return {
+    id: item.id,
+    principal: item.principalId,
+    operation: item.operation,
+    idempotencyKey: item.idempotencyKey,
+    status: item.status,
+    effectsInReview: item.effectsInReview,
+    workflowId: item.workflowId,
+    createdAt: item.createdAt.toISOString(),
+    updatedAt: item.updatedAt.toISOString(),
+    links: jobLinks(item, context),
+  };
+}
+
+function jobLinks(job: { id: string; workflowId: string }, context: ViewContext): JobView['links'] {
+  return {
+    self: `/v1/jobs/${job.id}`,
+    temporalUi: `${context.temporalUiUrl}/namespaces/${encodeURIComponent(context.namespace)}/workflows/${encodeURIComponent(job.workflowId)}`,
   };
 }

@@ -6,7 +6,9 @@ import { loadJobDetailsById, loadJobDetailsByScope, type JobDetails } from '../l
 import { getJob, IdempotencyKeyReusedError, type JobRecord } from '../ledger/jobs';
 import type { ApiDeps } from './deps';
 import type { Principal } from './auth';
-import { renderJob } from './job-view';
+import { renderJob, renderJobSummary } from './job-view';
+import { listJobs } from '../ledger/job-list';
+import { decodeCursor, encodeCursor } from './list-cursor';
 import { refuseDuplicateHeader } from './edge-guards';
 import { notFound, ProblemError, ProblemType } from './problems';
 import { AttemptNotFoundError, AttemptNotUnknownError, resolveAttempt } from '../ledger/attempts';
@@ -15,6 +17,7 @@ import { EffectNotFoundError, EffectNotInReviewError, resolveEffect } from '../l
 import { jobChangedSignal } from '../temporal/contract';
 import {
   CancelBodySchema,
+  DEFAULT_LIST_LIMIT,
   EffectResolutionBodySchema,
   EffectResolutionParamsSchema,
   FindJobQuerySchema,
@@ -125,9 +128,17 @@ export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps): Pr
       if (!operation) {
         throw new ProblemError(400, ProblemType.unknownOperation, 'Unknown operation', `no operation named ${JSON.stringify(operationName)}; known: ${[...deps.operations.keys()].join(', ')}`);
       }
-      const errors = operation.validateInput(input);
+      // Old versions stay beside new ones: a request names the one its input is written for, or gets the newest.
+      const schemaVersion = request.body.schemaVersion ?? operation.schemaVersion;
+      if (!operation.versions.some((version) => version.schemaVersion === schemaVersion)) {
+        const known = operation.versions.map((version) => version.schemaVersion).join(', ');
+        throw new ProblemError(400, ProblemType.validation, 'Invalid input', `${operation.name} has no schema version ${schemaVersion}; it has ${known}`, {
+          errors: [{ pointer: '/schemaVersion', detail: `must be one of ${known}` }],
+        });
+      }
+      const errors = operation.validateInput(input, schemaVersion);
       if (errors.length > 0) {
-        throw new ProblemError(400, ProblemType.validation, 'Invalid input', `the input is not valid for ${operation.name} v${operation.schemaVersion}: ${errors.map((e) => `${e.pointer} ${e.detail}`).join('; ')}`, { errors });
+        throw new ProblemError(400, ProblemType.validation, 'Invalid input', `the input is not valid for ${operation.name} v${schemaVersion}: ${errors.map((e) => `${e.pointer} ${e.detail}`).join('; ')}`, { errors });
       }
 
       let admission;
@@ -136,7 +147,7 @@ export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps): Pr
           principalId: principal.id,
           operation: operation.name,
           idempotencyKey,
-          schemaVersion: operation.schemaVersion,
+          schemaVersion,
           input,
         });
       } catch (err) {
@@ -189,23 +200,64 @@ export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps): Pr
   v1.get(
     '/jobs',
     {
-      config: { problems: [400, 401, 404, 429] },
+      config: { problems: [400, 401, 403, 404, 429] },
       schema: {
         operationId: 'findJob',
         tags: ['jobs'],
-        summary: "Find the caller's job for a scope",
-        description: "The caller's job for (operation, idempotencyKey), or 404. An operator key has no scope of its own: 404.",
+        summary: "Find the caller's job for a scope; operators: list jobs by status",
+        description:
+          "With operation and idempotencyKey: the caller's job for that scope, or 404 (an operator key has no scope of its own: 404). " +
+          'Without idempotencyKey, for operator keys only (a tenant key is a 403): the jobs in a status across principals, oldest first, optionally of one principal or operation, ' +
+          'a page at a time (limit, default 50, at most 200); the next page is the cursor in next and in a Link: rel="next" header. ' +
+          'status=needs_review lists the jobs with an effect in needs_review. 400 for idempotencyKey without operation, idempotencyKey with a list parameter (status, principal, cursor, limit), a list without status, or a cursor this API did not give out.',
         querystring: FindJobQuerySchema,
-        response: { 200: jsonResponse({ $ref: 'Job#' }, 'The job of that scope') },
+        response: {
+          200: {
+            description: "The caller's job of that scope; or, for an operator listing jobs, one page of them",
+            headers: { Link: ResponseHeaders.linkNext },
+            content: { 'application/json': { schema: { anyOf: [{ $ref: 'Job#' }, { $ref: 'JobPage#' }] } } },
+          },
+        },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const principal = request.principal!;
-      const details = await loadJobDetailsByScope(db, { principalId: principal.id, operation: request.query.operation, idempotencyKey: request.query.idempotencyKey });
-      if (!details || !visibleTo(principal, details.job)) throw notFound();
-      return renderJob(details, context);
+      const query = request.query;
+      const listParameters = (['status', 'principal', 'cursor', 'limit'] as const).filter((name) => query[name] !== undefined);
+      if (query.idempotencyKey !== undefined) {
+        if (listParameters.length > 0) throw badQuery(`idempotencyKey finds one job; ${listParameters.join(', ')} list jobs: send one or the other`, listParameters);
+        if (query.operation === undefined) throw badQuery('idempotencyKey needs operation: a key is scoped by principal and operation', ['operation']);
+        const details = await loadJobDetailsByScope(db, { principalId: principal.id, operation: query.operation, idempotencyKey: query.idempotencyKey });
+        if (!details || !visibleTo(principal, details.job)) throw notFound();
+        return renderJob(details, context);
+      }
+      if (!principal.operator) {
+        if (listParameters.length > 0) throw new ProblemError(403, ProblemType.forbidden, 'Forbidden', 'only operators list jobs; find your own job with operation and idempotencyKey');
+        throw badQuery('send operation and idempotencyKey to find your job', ['idempotencyKey']);
+      }
+      if (query.status === undefined) throw badQuery('send status to list jobs (or operation and idempotencyKey to find one)', ['status']);
+      const limit = query.limit === undefined ? DEFAULT_LIST_LIMIT : Number(query.limit);
+      const rows = await listJobs(db, {
+        status: query.status,
+        principalId: query.principal,
+        operation: query.operation,
+        after: query.cursor === undefined ? undefined : decodeCursor(query.cursor),
+        limit,
+      });
+      const page = rows.slice(0, limit);
+      const next = rows.length > limit ? encodeCursor(page[page.length - 1]!.position) : undefined;
+      if (next) {
+        const nextQuery = new URLSearchParams({ status: query.status, ...(query.principal ? { principal: query.principal } : {}), ...(query.operation ? { operation: query.operation } : {}), limit: String(limit), cursor: next });
+        reply.header('link', `</v1/jobs?${nextQuery}>; rel="next"`);
+      }
+      return { jobs: page.map((item) => renderJobSummary(item, context)), ...(next ? { next } : {}) };
     },
   );
+}
+
+/** A query string that breaks a rule its schema cannot state. */
+function badQuery(detail: string, parameters: string[]): ProblemError {
+  return new ProblemError(400, ProblemType.validation, 'Invalid request', `the querystring is not valid: ${detail}`, { errors: parameters.map((name) => ({ pointer: `/${name}`, detail })) });
 }
 
 /** Resolution and cancellation: writes that change who may win, then a wake-up for the workflow. */

@@ -1,3 +1,4 @@
+import type { InputVersion, RegisteredOperation } from '../operations/operation';
 import type { OperationRegistry } from '../operations/registry';
 import { ResponseHeaders } from './schemas';
 import { ACCEPTED_STRING_PATTERN } from './strings';
@@ -16,10 +17,10 @@ type Json = Record<string, any>;
 const PROBLEM_STATUSES: Record<number, { description: string; headers?: Record<string, object> }> = {
   400: {
     description:
-      'The request is not valid: malformed JSON, a field that breaks its schema (errors names each), a string with NUL or a lone surrogate, a forbidden key (__proto__), a missing or malformed Idempotency-Key, an invalid Prefer: wait, a header sent twice, or a path that is not valid percent-encoding',
+      'The request is not valid: malformed JSON, a field that breaks its schema (errors names each), a string with NUL or a lone surrogate, a forbidden key (__proto__), a missing or malformed Idempotency-Key, an invalid Prefer: wait, a header sent twice, a path that is not valid percent-encoding, or a query of GET /v1/jobs that mixes finding by key with listing, lists without status, or carries a cursor this API did not give out',
   },
   401: { description: 'Missing or wrong API key', headers: { 'WWW-Authenticate': ResponseHeaders.wwwAuthenticate } },
-  403: { description: 'The key may not do this: operator-only routes for a tenant key, submitting a job with an operator key' },
+  403: { description: 'The key may not do this: operator-only routes (listing jobs included) for a tenant key, submitting a job with an operator key' },
   404: { description: "No such job (or another principal's: tenants are walls), attempt, effect or route step" },
   408: { description: 'The request (headers and body) did not arrive within the request timeout' },
   409: { description: 'Conflict with the current state (see the problem type)' },
@@ -77,6 +78,26 @@ function asDocumented(response: Json): Json {
 
 const mapValues = (object: Json, fn: (value: unknown) => unknown): Json => Object.fromEntries(Object.entries(object).map(([key, value]) => [key, fn(value)]));
 
+/**
+ * The submit body of one input version. The newest may leave schemaVersion
+ * out; an older one must name it, so no body fits two versions.
+ */
+function submitBranch(operation: RegisteredOperation, version: InputVersion, newest: boolean): Json {
+  return {
+    type: 'object',
+    title: newest ? operation.name : `${operation.name} v${version.schemaVersion}`,
+    description: `${operation.description} (schema version ${version.schemaVersion}${newest ? ', the newest' : ''})`,
+    required: newest ? ['operation', 'input'] : ['operation', 'schemaVersion', 'input'],
+    additionalProperties: false,
+    properties: {
+      operation: { type: 'string', const: operation.name },
+      schemaVersion: { type: 'integer', const: version.schemaVersion, description: newest ? 'optional: the newest version is the default' : 'required: this is not the newest version' },
+      input: withAcceptedStrings(JSON.parse(JSON.stringify(version.input))),
+    },
+    examples: [{ operation: operation.name, ...(newest ? {} : { schemaVersion: version.schemaVersion }), input: version.example }],
+  };
+}
+
 /** The component name of an operation's submit body. */
 const submitComponent = (operation: string): string => `SubmitJob.${operation}`;
 
@@ -103,23 +124,23 @@ export function finishDocument(generated: Json, operations: OperationRegistry): 
     { name: 'service', description: 'Health, readiness, metrics and this document; no authentication' },
   ];
 
-  // The submit body: one branch per operation, discriminated by `operation`.
+  // The submit body: one branch per operation, discriminated by `operation`;
+  // an operation with several input versions branches again by `schemaVersion`.
   document.components.schemas ??= {};
   const mapping: Record<string, string> = {};
   for (const operation of operations.values()) {
     const name = submitComponent(operation.name);
     mapping[operation.name] = `#/components/schemas/${name}`;
+    const newestFirst = [...operation.versions].reverse();
+    if (newestFirst.length === 1) {
+      document.components.schemas[name] = submitBranch(operation, newestFirst[0]!, true);
+      continue;
+    }
+    for (const version of newestFirst) document.components.schemas[`${name}.v${version.schemaVersion}`] = submitBranch(operation, version, version.schemaVersion === operation.schemaVersion);
     document.components.schemas[name] = {
-      type: 'object',
       title: operation.name,
-      description: `${operation.description} (schema version ${operation.schemaVersion})`,
-      required: ['operation', 'input'],
-      additionalProperties: false,
-      properties: {
-        operation: { type: 'string', const: operation.name },
-        input: withAcceptedStrings(JSON.parse(JSON.stringify(operation.input))),
-      },
-      examples: [{ operation: operation.name, input: operation.example }],
+      description: `${operation.description} (schema versions ${operation.versions.map((version) => version.schemaVersion).join(', ')}; without schemaVersion, the newest)`,
+      oneOf: newestFirst.map((version) => ({ $ref: `#/components/schemas/${name}.v${version.schemaVersion}` })),
     };
   }
   const submit = document.paths['/v1/jobs'].post;

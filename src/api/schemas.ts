@@ -1,4 +1,7 @@
 import { Type, type Static, type StringOptions, type TSchema, type TUnsafe } from '@sinclair/typebox';
+import { EFFECT_NAME_MAX_LENGTH, EFFECT_NAME_PATTERN } from '../effects/types';
+import { LISTABLE_STATUSES } from '../ledger/job-list';
+import { CURSOR_PATTERN } from './list-cursor';
 import { ACCEPTED_STRING_PATTERN } from './strings';
 
 /**
@@ -141,6 +144,7 @@ export type JobView = Static<typeof JobSchema>;
 export const SubmitBodySchema = Type.Object(
   {
     operation: Text({ minLength: 1, maxLength: 128, description: 'a registered operation, e.g. support.reply' }),
+    schemaVersion: Type.Optional(Type.Integer({ minimum: 1, description: "the version of the operation's input schema the input is written for; default: the newest" })),
     input: Type.Object({}, { additionalProperties: true, description: "validated against the operation's input schema" }),
   },
   { additionalProperties: false },
@@ -176,13 +180,57 @@ export const SubmitHeadersSchema = Type.Object({
 
 export const JobIdParamsSchema = Type.Object({ id: Uuid('job id') });
 
+/** 1 to 200, as a query string carries it. */
+export const LIMIT_PATTERN = '^([1-9][0-9]?|1[0-9]{2}|200)$';
+export const DEFAULT_LIST_LIMIT = 50;
+
+/**
+ * GET /v1/jobs: a tenant finds its job by (operation, idempotencyKey); an
+ * operator lists jobs by status. The two are told apart by idempotencyKey
+ * (jobs-routes.ts says which combinations are refused).
+ */
 export const FindJobQuerySchema = Type.Object(
   {
-    operation: Text({ minLength: 1, maxLength: 128, description: 'the operation the job was submitted for', examples: ['support.reply'] }),
-    idempotencyKey: Type.String({ minLength: 1, maxLength: 255, pattern: IDEMPOTENCY_KEY_PATTERN, description: 'the Idempotency-Key it was submitted with', examples: ['click-1'] }),
+    operation: Type.Optional(
+      Text({ minLength: 1, maxLength: 128, description: 'the operation the job was submitted for (with idempotencyKey); or, for operators listing jobs, only jobs of this operation', examples: ['support.reply'] }),
+    ),
+    idempotencyKey: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 255, pattern: IDEMPOTENCY_KEY_PATTERN, description: "the Idempotency-Key it was submitted with: finds the caller's one job of (operation, idempotencyKey)", examples: ['click-1'] }),
+    ),
+    status: Type.Optional(
+      StringEnum(LISTABLE_STATUSES, {
+        description: 'operators: list the jobs in this status, across principals, oldest first; needs_review lists the jobs with an effect in needs_review. Required to list; not with idempotencyKey',
+      }),
+    ),
+    principal: Type.Optional(Text({ minLength: 1, maxLength: 255, description: "operators listing jobs: only this principal's jobs", examples: ['alice'] })),
+    cursor: Type.Optional(Type.String({ pattern: CURSOR_PATTERN, description: "operators listing jobs: the page after this one (a previous page's next), with the same filters" })),
+    limit: Type.Optional(Type.String({ pattern: LIMIT_PATTERN, description: `operators listing jobs: jobs per page, 1 to 200 (default ${DEFAULT_LIST_LIMIT})`, examples: ['50'] })),
   },
   { additionalProperties: false },
 );
+
+export const JobSummarySchema = Type.Object({
+  id: Uuid('job id'),
+  principal: Type.String(),
+  operation: Type.String(),
+  idempotencyKey: Type.String(),
+  status: StringEnum(['accepted', 'running', 'awaiting_resolution', 'succeeded', 'failed', 'cancelled']),
+  effectsInReview: Type.Array(Type.String(), { description: 'names of its effects in needs_review' }),
+  workflowId: Type.String(),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+  links: Type.Object({ self: Type.String(), temporalUi: Type.String({ format: 'uri' }) }),
+});
+export type JobSummaryView = Static<typeof JobSummarySchema>;
+
+export const JobPageSchema = Type.Object(
+  {
+    jobs: Type.Array(JobSummarySchema),
+    next: Type.Optional(Type.String({ pattern: CURSOR_PATTERN, description: 'the cursor of the next page; absent on the last page' })),
+  },
+  { $id: 'JobPage', additionalProperties: false, description: 'One page of jobs, for operators: oldest first, in (createdAt, id) order, so paging goes on where it stopped while new jobs arrive' },
+);
+export type JobPageView = Static<typeof JobPageSchema>;
 
 export const ResolutionParamsSchema = Type.Object({ id: Uuid('job id'), attemptId: Uuid('attempt id') });
 
@@ -197,7 +245,7 @@ export const ResolutionBodySchema = Type.Object(
 );
 
 /** Effect names: lowercase words joined by dots, dashes or underscores (message.send). */
-export const EffectNameSchema = Type.String({ pattern: '^[a-z][a-z0-9]*([._-][a-z0-9]+)*$', maxLength: 64, description: 'effect name', examples: ['message.send'] });
+export const EffectNameSchema = Type.String({ pattern: EFFECT_NAME_PATTERN, maxLength: EFFECT_NAME_MAX_LENGTH, description: 'effect name', examples: ['message.send'] });
 
 export const EffectResolutionParamsSchema = Type.Object({ id: Uuid('job id'), name: EffectNameSchema });
 
@@ -239,6 +287,7 @@ export const ResponseHeaders = {
   retryAfterIfAny: { type: 'string', pattern: '^[0-9]+$', description: 'seconds to wait before trying again, when a retry may help' },
   wwwAuthenticate: { type: 'string', enum: ['Bearer'], description: 'how to authenticate', 'x-required': true },
   rateLimit: { type: 'string', pattern: '^[0-9]+$', description: 'the rate limit of the principal, its remaining requests, or seconds to its reset' },
+  linkNext: { type: 'string', description: 'the next page of a list (RFC 8288): </v1/jobs?...&cursor=...>; rel="next"; absent on the last page' },
 } as const;
 
 /** A JSON success response: its schema, what it means, and the headers it sends. */

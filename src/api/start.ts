@@ -3,7 +3,8 @@ import { Client } from '@temporalio/client';
 import type { Pool } from 'pg';
 import type { OnceflowConfig } from '../config';
 import { createMetrics, type Metrics } from '../metrics/metrics';
-import { createRegistry } from '../operations/registry';
+import { recordOperationVersions } from '../ledger/operation-versions';
+import { loadOperations, type LoadedOperations } from '../operations/load';
 import { loadProviders } from '../providers/load';
 import { connectTemporal } from '../temporal/connect';
 import { apiContracts, buildApp, type App } from './app';
@@ -15,14 +16,18 @@ export interface RunningApi {
   close(): Promise<void>;
 }
 
-/** Builds the API on its dependencies and listens on config.api. */
-export async function startApi(config: OnceflowConfig, db: Pool, metrics: Metrics = createMetrics({ defaultMetrics: true })): Promise<RunningApi> {
+/**
+ * Builds the API on its dependencies and listens on config.api.
+ * @throws OperationsFileError when the operations file is wrong, or changes an input schema under a version jobs were made with.
+ */
+export async function startApi(config: OnceflowConfig, db: Pool, metrics: Metrics = createMetrics({ defaultMetrics: true }), loaded: LoadedOperations = loadOperations(config.operationsFile)): Promise<RunningApi> {
   if (!config.databaseUrl) throw new Error('DATABASE_URL is required');
-  const connection = await connectTemporal(config.temporal.address);
+  const operations = loaded.registry;
+  const { providers, routeFor: route } = await loadProviders(config, operations);
+  await recordOperationVersions(db, operations);
+  const connection = await connectTemporal(config.temporal.connection);
   const client = new Client({ connection, namespace: config.temporal.namespace });
   const waiter = new JobWaiter(config.databaseUrl);
-  const operations = createRegistry();
-  const { providers, routeFor: route } = await loadProviders(config, operations);
   const app = await buildApp({
     config,
     db,

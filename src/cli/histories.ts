@@ -5,9 +5,9 @@
  * version's workflow code; exits 1 when one does not replay.
  */
 import { parseArgs } from 'node:util';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import { loadConfig } from '../config';
-import { installTemporalRuntime } from '../temporal/connect';
+import { connectTemporal, installTemporalRuntime } from '../temporal/connect';
 import { collectHistories, listHistories, replayHistories } from '../temporal/histories';
 
 export const HISTORIES_USAGE = 'usage: onceflow histories collect --out DIR [--limit N] | onceflow histories replay DIR...';
@@ -17,7 +17,7 @@ export async function historiesCommand(command: string | undefined, args: string
     const { values } = parseArgs({ args, options: { out: { type: 'string' }, limit: { type: 'string' } }, strict: true });
     if (!values.out) throw new Error(HISTORIES_USAGE);
     const config = loadConfig();
-    const connection = await Connection.connect({ address: config.temporal.address });
+    const connection = await connectTemporal(config.temporal.connection);
     try {
       const saved = await collectHistories(new Client({ connection, namespace: config.temporal.namespace }), values.out, values.limit ? { limit: Number(values.limit) } : {});
       console.log(`saved ${saved} histories in ${values.out}`);

@@ -2,6 +2,8 @@
 /**
  * `onceflow contracts verify [--operation NAME] [--provider NAME] [--samples N]`
  * `onceflow histories collect|replay ...` (see cli/histories.ts)
+ * `onceflow keys create|list|revoke ...` (see cli/keys.ts)
+ * `onceflow jobs|attempts|effects|providers ...`, the operator's commands over the API (see cli/operator.ts)
  *
  * Verifies providers against operations' output contracts (probe fixtures,
  * several samples each) and records the outcome in provider_contracts. Reads
@@ -12,19 +14,42 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from '../config';
 import { verifyContracts } from '../contracts/verify';
 import { migrate } from '../db/migrate';
-import { assertReachable, createPool } from '../db/pool';
-import { createRegistry } from '../operations/registry';
+import { assertReachable, createPool, poolSettings } from '../db/pool';
+import { loadOperations } from '../operations/load';
 import { loadProviders } from '../providers/load';
 import { HISTORIES_USAGE, historiesCommand } from './histories';
+import { ExitCode, processIo, UsageError, type CliIo } from './io';
+import { KEYS_USAGE, keysCommand } from './keys';
+import { OPERATOR_GROUPS, OPERATOR_USAGE, operatorCommand } from './operator';
 
-const USAGE = `usage: onceflow contracts verify [--operation NAME] [--provider NAME] [--samples N]\n       ${HISTORIES_USAGE.replace('usage: ', '')}`;
+const USAGE = [
+  'usage: onceflow contracts verify [--operation NAME] [--provider NAME] [--samples N]',
+  HISTORIES_USAGE.replace('usage: ', '       '),
+  KEYS_USAGE.replace('usage: ', '       '),
+  OPERATOR_USAGE.replace('usage: ', '       '),
+].join('\n');
 
-async function main(argv: string[]): Promise<number> {
+/** parseArgs' own complaints (unknown flag, missing value) are usage errors too. */
+const isUsageError = (err: unknown): boolean => err instanceof UsageError || String((err as { code?: unknown })?.code ?? '').startsWith('ERR_PARSE_ARGS');
+
+/**
+ * Runs one command line and returns its exit code: 0 done, 1 refused (by the
+ * server, the database or a failed check), 2 a bad command line.
+ */
+export async function runCli(argv: string[], io: CliIo = processIo): Promise<number> {
   const [group, command, ...rest] = argv;
+  try {
+    if (group === 'keys') return await keysCommand(command, rest, io);
+    if (group !== undefined && OPERATOR_GROUPS.includes(group)) return await operatorCommand(group, command, rest, io);
+  } catch (err) {
+    if (!isUsageError(err)) throw err;
+    io.err(`onceflow: ${(err as Error).message}\n${group === 'keys' ? KEYS_USAGE : OPERATOR_USAGE}`);
+    return ExitCode.usage;
+  }
   if (group === 'histories') return historiesCommand(command, rest);
   if (group !== 'contracts' || command !== 'verify') {
-    console.error(USAGE);
-    return 2;
+    io.err(USAGE);
+    return ExitCode.usage;
   }
   let values;
   try {
@@ -38,11 +63,11 @@ async function main(argv: string[]): Promise<number> {
     console.error('onceflow: DATABASE_URL is not set');
     return 2;
   }
-  const db = createPool(config.databaseUrl);
+  const db = createPool(config.databaseUrl, poolSettings(config.database));
   try {
     await assertReachable(db, config.databaseUrl);
     await migrate(db);
-    const operations = createRegistry();
+    const operations = loadOperations(config.operationsFile).registry;
     const { providers, routeFor } = await loadProviders(config, operations);
     const records = await verifyContracts({ db, operations, providers, routeFor }, { operation: values.operation, provider: values.provider }, { samples: config.contracts.samples, timeoutMs: config.attempts.timeoutMs });
     if (records.length === 0) {
@@ -58,10 +83,12 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    console.error(`onceflow: ${(err as Error).message ?? String(err)}`);
-    process.exit(1);
-  },
-);
+if (require.main === module) {
+  runCli(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (err: unknown) => {
+      console.error(`onceflow: ${(err as Error).message ?? String(err)}`);
+      process.exit(1);
+    },
+  );
+}

@@ -7,9 +7,36 @@
  * differently) is thrown at once.
  */
 import { randomUUID } from 'node:crypto';
-import type { JobView } from '../api/schemas';
+import type { JobPageView, JobSummaryView, JobView } from '../api/schemas';
+import type { ListableStatus } from '../ledger/job-list';
 
 export type Job = JobView;
+export type JobSummary = JobSummaryView;
+export type JobPage = JobPageView;
+
+/** What an operator lists jobs by (GET /v1/jobs?status=...). */
+export interface JobListQuery {
+  status: ListableStatus;
+  principal?: string;
+  operation?: string;
+  /** 1 to 200; the server's default is 50. */
+  limit?: number;
+  /** A previous page's `next`. */
+  cursor?: string;
+}
+
+/** A verification as POST /v1/providers/verify reports it. */
+export interface Verification {
+  operation: string;
+  provider: string;
+  model: string;
+  schemaVersion: number;
+  templateHash: string;
+  verifiedAt: string;
+  passed: boolean;
+  samples: number;
+  evidence: Record<string, unknown>;
+}
 
 export interface Problem {
   type: string;
@@ -51,6 +78,8 @@ export interface SubmitOptions {
   idempotencyKey?: string;
   /** Ask the server to wait up to this many seconds (0..60) for a terminal state. */
   waitSeconds?: number;
+  /** The version of the operation's input schema the input is written for; default: the newest. */
+  schemaVersion?: number;
 }
 
 export interface Submitted {
@@ -85,7 +114,7 @@ export class OnceflowClient {
     const idempotencyKey = opts.idempotencyKey ?? randomUUID();
     const headers: Record<string, string> = { 'content-type': 'application/json', 'idempotency-key': idempotencyKey };
     if (opts.waitSeconds !== undefined) headers.prefer = `wait=${opts.waitSeconds}`;
-    const response = await this.request('POST', '/v1/jobs', headers, JSON.stringify({ operation, input }));
+    const response = await this.request('POST', '/v1/jobs', headers, JSON.stringify({ operation, ...(opts.schemaVersion === undefined ? {} : { schemaVersion: opts.schemaVersion }), input }));
     return { job: (await response.json()) as Job, idempotencyKey, replayed: response.headers.get('idempotent-replayed') === 'true' };
   }
 
@@ -117,8 +146,43 @@ export class OnceflowClient {
     return (await (await this.request('POST', `/v1/jobs/${encodeURIComponent(id)}/cancel`, { 'content-type': 'application/json' }, JSON.stringify(reason ? { reason } : {}))).json()) as Job;
   }
 
-  private async request(method: string, path: string, headers: Record<string, string>, body?: string): Promise<Response> {
-    const maxRetries = this.options.maxRetries ?? 4;
+  /** Operators: one page of jobs in a status, across principals, oldest first. */
+  async listJobs(query: JobListQuery): Promise<JobPage> {
+    const params = new URLSearchParams({ status: query.status });
+    if (query.principal !== undefined) params.set('principal', query.principal);
+    if (query.operation !== undefined) params.set('operation', query.operation);
+    if (query.limit !== undefined) params.set('limit', String(query.limit));
+    if (query.cursor !== undefined) params.set('cursor', query.cursor);
+    return (await (await this.request('GET', `/v1/jobs?${params}`, {})).json()) as JobPage;
+  }
+
+  /**
+   * Operators: resolves an unknown attempt. Sent once: a repeat of a
+   * resolution that landed would only be told it is no longer unknown (409).
+   * @throws OnceflowApiError 403 (not an operator), 404, 409 (not unknown).
+   */
+  async resolveAttempt(jobId: string, attemptId: string, resolution: { outcome: 'failed' | 'cancelled'; reason: string }): Promise<Job> {
+    const path = `/v1/jobs/${encodeURIComponent(jobId)}/attempts/${encodeURIComponent(attemptId)}/resolution`;
+    return (await (await this.request('POST', path, { 'content-type': 'application/json' }, JSON.stringify(resolution), { once: true })).json()) as Job;
+  }
+
+  /**
+   * Operators: settles an effect in needs_review. Sent once, like resolveAttempt.
+   * @throws OnceflowApiError 403, 404, 409 (not in review).
+   */
+  async resolveEffect(jobId: string, name: string, resolution: { outcome: 'succeeded' | 'failed'; reason: string; receipt?: Record<string, unknown> }): Promise<Job> {
+    const path = `/v1/jobs/${encodeURIComponent(jobId)}/effects/${encodeURIComponent(name)}/resolution`;
+    return (await (await this.request('POST', path, { 'content-type': 'application/json' }, JSON.stringify(resolution), { once: true })).json()) as Job;
+  }
+
+  /** Operators: verifies providers against the output contracts now. @throws OnceflowApiError 404 when nothing matches the filter. */
+  async verifyProviders(filter: { operation?: string; provider?: string } = {}): Promise<Verification[]> {
+    const response = await this.request('POST', '/v1/providers/verify', { 'content-type': 'application/json' }, JSON.stringify(filter), { once: true });
+    return ((await response.json()) as { verifications: Verification[] }).verifications;
+  }
+
+  private async request(method: string, path: string, headers: Record<string, string>, body?: string, opts: { once?: boolean } = {}): Promise<Response> {
+    const maxRetries = opts.once ? 0 : (this.options.maxRetries ?? 4);
     let lastFailure: unknown;
     for (let attempt = 0; attempt <= maxRetries; attempt++) {
       let retryAfterMs: number | undefined;

@@ -12,6 +12,11 @@ export class PromptRenderError extends Error {
 
 const PLACEHOLDER = /\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g;
 
+/** The input fields a prompt template names, in order of first use. */
+export function promptPlaceholders(template: string): string[] {
+  return [...new Set([...template.matchAll(PLACEHOLDER)].map((match) => match[1]!))];
+}
+
 /**
  * The hash of an operation's prompt template and output contract version: a
  * provider verification holds only for the hash it was made with.

@@ -17,7 +17,8 @@ export class MigrationError extends Error {
 }
 
 // Any constant works; it only has to be the same for every Onceflow process.
-const MIGRATION_LOCK_ID = 0x0ce_f10;
+/** The advisory lock concurrent starters take to migrate one at a time. */
+export const MIGRATION_LOCK_ID = 0x0ce_f10;
 
 /** Reads `NNNN_name.sql` files in version order. */
 export function readMigrations(dir = migrationsDir): Migration[] {
@@ -46,6 +47,8 @@ export async function migrate(pool: Pool, migrations = readMigrations()): Promis
   const { client, release } = await checkout(pool);
   const applied: string[] = [];
   try {
+    // Waiting for another starter's migrations, or a long one, is not a stuck statement.
+    await client.query('SET statement_timeout = 0');
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_ID]);
     await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version    integer     PRIMARY KEY,
@@ -77,6 +80,7 @@ export async function migrate(pool: Pool, migrations = readMigrations()): Promis
     return applied;
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_ID]).catch(() => undefined);
+    await client.query('RESET statement_timeout').catch(() => undefined);
     release();
   }
 }

@@ -3,7 +3,16 @@ import { isRetryableTransactionError } from './errors';
 
 export type Db = Pool;
 
-/** A pg pool with sane timeouts; its errors never crash the process. */
+/** Pool settings from the configuration (ONCEFLOW_PG_POOL_SIZE, ONCEFLOW_PG_STATEMENT_TIMEOUT_MS). */
+export function poolSettings(database: { poolSize: number; statementTimeoutMs: number }): PoolConfig {
+  return { max: database.poolSize, ...(database.statementTimeoutMs > 0 ? { statement_timeout: database.statementTimeoutMs } : {}) };
+}
+
+/**
+ * A pg pool with sane timeouts; its errors never crash the process. TLS comes
+ * with the connection string (`sslmode=require`, `verify-full` with
+ * `sslrootcert=…`, `sslcert=…` and `sslkey=…` for a client certificate).
+ */
 export function createPool(connectionString: string, overrides: PoolConfig = {}): Pool {
   const pool = new Pool({
     connectionString,

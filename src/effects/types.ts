@@ -1,5 +1,9 @@
 import type { PoolClient } from 'pg';
 
+/** What an effect may be called (the API's effect routes take only such names): `message.send`, `ticket.comment`. */
+export const EFFECT_NAME_PATTERN = '^[a-z][a-z0-9]*([._-][a-z0-9]+)*$';
+export const EFFECT_NAME_MAX_LENGTH = 64;
+
 /** What an effect is performed with: the job, its winning output, and the downstream idempotency key. */
 export interface EffectContext {
   jobId: string;

@@ -1,5 +1,4 @@
-import type { Static, TObject } from '@sinclair/typebox';
-import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
+import Ajv, { type AnySchema, type ErrorObject, type ValidateFunction } from 'ajv';
 
 /** A failing field: JSON pointer into the request body, and why. */
 export interface InputError {
@@ -7,22 +6,46 @@ export interface InputError {
   detail: string;
 }
 
+/** A JSON Schema as plain data (a TypeBox schema is one too). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- schemas are open JSON
+export type JsonSchema = Record<string, any>;
+
+/** Where a declaration sits: the file and the JSON pointer inside it (start-up errors name both). */
+export interface DeclarationOrigin {
+  file: string;
+  pointer: string;
+}
+
+/** One version of an operation's input. Old versions stay beside new ones, so requests made for them keep working. */
+export interface InputVersion<Input = unknown> {
+  schemaVersion: number;
+  input: JsonSchema;
+  /** An input of this version, used by the docs and the demo. */
+  example: Input;
+  origin?: DeclarationOrigin;
+}
+
 /**
- * A registered kind of work: its input schema (versioned), the AI step's
+ * A registered kind of work: its input schemas (versioned), the AI step's
  * prompt and output contract, and its default provider route.
  */
-export interface OperationDefinition<I extends TObject = TObject, O extends TObject = TObject> {
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- each operation has its own input and output types
+export interface OperationDefinition<Input = any, Output = any> {
   name: string;
+  /** The newest input version: a request that names none is checked against it, and provider contracts are verified for it. */
   schemaVersion: number;
   description: string;
-  input: I;
+  /** The newest version's input schema. */
+  input: JsonSchema;
+  /** Every input version; without it, the one version above. */
+  versions?: ReadonlyArray<InputVersion<Input>>;
   /** The output contract: strict JSON Schema, no extra keys. */
-  output: O;
+  output: JsonSchema;
   /**
    * The business parser: what the code consuming the output relies on beyond
    * the schema. Returns the violations; none means the output is usable.
    */
-  businessChecks?(output: Static<O>): string[];
+  businessChecks?(output: Output): string[];
   prompt: { system: string; user: string };
   /** Side effects run after the AI step, in order, each through the effect ledger. */
   effects?: string[];
@@ -30,17 +53,26 @@ export interface OperationDefinition<I extends TObject = TObject, O extends TObj
    * The job's result from the winning output and the effects' receipts (by
    * effect name). Without it, the result is the output itself.
    */
-  finalize?(output: Static<O>, receipts: Record<string, Record<string, unknown>>): unknown;
+  finalize?(output: Output, receipts: Record<string, Record<string, unknown>>): unknown;
   /** Provider names in failover order. */
   defaultRoute: string[];
   /** Probe fixtures: realistic inputs a provider must answer on contract before it may be failed over to. */
-  probes?: Array<{ name: string; input: Static<I> }>;
-  /** Example input, used by the docs and the demo. */
-  example: Static<I>;
+  probes?: Array<{ name: string; input: Input }>;
+  /** Example input of the newest version, used by the docs and the demo. */
+  example: Input;
+  /** Where the operation was declared. */
+  origin?: DeclarationOrigin;
 }
 
 export interface RegisteredOperation extends OperationDefinition {
-  validateInput(input: unknown): InputError[];
+  /** Every input version, oldest first. */
+  versions: ReadonlyArray<InputVersion>;
+  /**
+   * Checks an input against one version's schema (by default the newest).
+   * @returns the failing fields under `/input`; none when the input is valid.
+   * @throws RangeError when the operation has no such version.
+   */
+  validateInput(input: unknown, schemaVersion?: number): InputError[];
 }
 
 const ajv = new Ajv({ allErrors: true, strict: true, coerceTypes: false, useDefaults: false, removeAdditional: false });
@@ -60,26 +92,37 @@ function describe(error: ErrorObject): string {
   return error.message ?? 'is not valid';
 }
 
-/** Compiles an operation's schemas once; its validator reports JSON pointers under `/input`. */
+function inputErrors(validate: ValidateFunction, input: unknown): InputError[] {
+  if (validate(input)) return [];
+  const seen = new Set<string>();
+  const errors: InputError[] = [];
+  for (const error of validate.errors ?? []) {
+    // anyOf branches of a union repeat themselves; one line a field is enough.
+    if (error.keyword === 'const' || error.keyword === 'anyOf' && seen.has(pointerOf(error, '/input'))) continue;
+    const pointer = pointerOf(error, '/input');
+    const detail = describe(error);
+    if (seen.has(`${pointer} ${detail}`)) continue;
+    seen.add(`${pointer} ${detail}`);
+    seen.add(pointer);
+    errors.push({ pointer, detail });
+  }
+  return errors;
+}
+
+/**
+ * Compiles an operation's input schemas once; its validator reports JSON pointers under `/input`.
+ * @throws Error when a schema does not compile under Ajv's strict mode.
+ */
 export function registerOperation(definition: OperationDefinition): RegisteredOperation {
-  const validate: ValidateFunction = ajv.compile(definition.input);
+  const versions = [...(definition.versions ?? [{ schemaVersion: definition.schemaVersion, input: definition.input, example: definition.example }])].sort((a, b) => a.schemaVersion - b.schemaVersion);
+  const validators = new Map(versions.map((version) => [version.schemaVersion, ajv.compile(version.input as AnySchema)]));
   return {
     ...definition,
-    validateInput(input: unknown): InputError[] {
-      if (validate(input)) return [];
-      const seen = new Set<string>();
-      const errors: InputError[] = [];
-      for (const error of validate.errors ?? []) {
-        // anyOf branches of a union repeat themselves; one line a field is enough.
-        if (error.keyword === 'const' || error.keyword === 'anyOf' && seen.has(pointerOf(error, '/input'))) continue;
-        const pointer = pointerOf(error, '/input');
-        const detail = describe(error);
-        if (seen.has(`${pointer} ${detail}`)) continue;
-        seen.add(`${pointer} ${detail}`);
-        seen.add(pointer);
-        errors.push({ pointer, detail });
-      }
-      return errors;
+    versions,
+    validateInput(input: unknown, schemaVersion = definition.schemaVersion): InputError[] {
+      const validate = validators.get(schemaVersion);
+      if (!validate) throw new RangeError(`${definition.name} has no schema version ${schemaVersion}`);
+      return inputErrors(validate, input);
     },
   };
 }

@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { loadConfig, parseApiKeys, type OnceflowConfig } from '../config';
 import { migrate } from '../db/migrate';
-import { assertReachable, createPool, redactUrl } from '../db/pool';
+import { assertReachable, createPool, poolSettings, redactUrl } from '../db/pool';
 import { SIM_PORT_ENV, SimPortInUseError, simStackOptionsFromEnv, startSimStack } from '../sim/main';
 import { createMetrics } from '../metrics/metrics';
 import { runMain, throwIfInterrupted } from '../process/run-main';
@@ -21,7 +21,7 @@ import { startApi } from '../api/start';
 import { loadProviders } from '../providers/load';
 import { startWorker } from '../worker/start';
 import { verifyAtStart } from './verify-at-start';
-import { createRegistry } from '../operations/registry';
+import { loadOperations } from '../operations/load';
 import { loadTemporalDevConfig, startDevServer, startDevServerByDownload } from './temporal-dev';
 import { resolveTemporalCli } from './tools';
 
@@ -67,6 +67,8 @@ async function start(stops: Stops, stopAll: () => Promise<void>, signal: AbortSi
     ONCEFLOW_EFFECT_LEASE_MS: '5000',
     ...process.env,
   };
+  // Before anything starts: a wrong operations file stops the start with every problem in it.
+  const loaded = loadOperations(env.ONCEFLOW_OPERATIONS_FILE || undefined);
   let demoKey: string | undefined;
   if (!env.ONCEFLOW_API_KEYS && !env.ONCEFLOW_OPERATOR_KEYS) {
     demoKey = `k_demo_${randomBytes(12).toString('hex')}`;
@@ -118,14 +120,14 @@ async function start(stops: Stops, stopAll: () => Promise<void>, signal: AbortSi
   log(`simulated providers: ${sims.primary.name} ${sims.primary.url}, ${sims.backup.name} ${sims.backup.url}; downstream ${sims.downstream.url}`);
 
   const config: OnceflowConfig = loadConfig(env);
-  const db = createPool(config.databaseUrl!);
+  const db = createPool(config.databaseUrl!, poolSettings(config.database));
   stops.push({ stop: () => db.end() });
   await assertReachable(db, config.databaseUrl!);
   const applied = await migrate(db);
   if (applied.length) log(`migrations applied: ${applied.join(', ')}`);
 
   // Whatever the providers come from, failover is on only where a contract verification passed.
-  const operations = createRegistry();
+  const operations = loaded.registry;
   const { providers, routeFor } = await loadProviders(config, operations);
   await verifyAtStart({ db, operations, providers, routeFor }, config, { info: log, warn });
   step(providers);
@@ -136,10 +138,10 @@ async function start(stops: Stops, stopAll: () => Promise<void>, signal: AbortSi
   const workerMetrics = createMetrics();
   const workerMetricsServer = await serveMetrics(workerMetrics.registry, config.api.host, config.workerMetricsPort, 'ONCEFLOW_WORKER_METRICS_PORT');
   stops.push({ stop: workerMetricsServer.close });
-  const worker = await startWorker(config, db, workerMetrics);
+  const worker = await startWorker(config, db, workerMetrics, loaded);
   stops.push({ name: 'the worker', stop: worker.close });
   step(worker);
-  const api = await startApi(config, db, createMetrics({ defaultMetrics: true }));
+  const api = await startApi(config, db, createMetrics({ defaultMetrics: true }), loaded);
   stops.push({ name: 'the API', stop: api.close });
   step(api);
 

@@ -1,7 +1,8 @@
 import type { Pool } from 'pg';
 import type { ActivityDeps, SweeperSettings } from '../activities/deps';
 import type { OnceflowConfig } from '../config';
-import { createEffectAdapters } from '../effects/registry';
+import type { HttpEffectDeclaration } from '../effects/http-declaration';
+import { createEffectRegistry } from '../effects/registry';
 import { createEffectRunner } from '../effects/runner';
 import type { EffectAdapter } from '../effects/types';
 import type { Metrics } from '../metrics/metrics';
@@ -17,8 +18,10 @@ export interface WorkerParts {
   operations: OperationRegistry;
   providers: ReadonlyMap<string, ProviderAdapter>;
   routeFor(operation: string): RouteStep[];
-  /** Effect adapters; by default those of config.effects. */
+  /** Effect adapters; by default those of config.effects and declaredEffects. */
   effectAdapters?: ReadonlyMap<string, EffectAdapter>;
+  /** HTTP downstreams declared in the operations file, beside the built-in effects. */
+  declaredEffects?: readonly HttpEffectDeclaration[];
   /** Where the sweeper starts job workflows (the worker's own Temporal client). */
   workflows?: WorkflowTarget;
   sweeper?: SweeperSettings;
@@ -30,10 +33,11 @@ export const DEFAULT_SWEEPER: SweeperSettings = { minAgeMs: 60_000, intervalMs: 
 /**
  * Everything the activities depend on, from configuration and the parts a worker was given.
  * @throws Error when an operation names an effect this deployment has no adapter for.
+ * @throws HttpEffectDeclarationError when a declared effect cannot be built (see createEffectRegistry).
  */
 export function buildActivityDeps(parts: WorkerParts): ActivityDeps {
   const { config } = parts;
-  const adapters = parts.effectAdapters ?? createEffectAdapters(config.effects, parts.db);
+  const adapters = parts.effectAdapters ?? createEffectRegistry({ config: config.effects, db: parts.db, declared: parts.declaredEffects });
   // A missing adapter is a boot error, not a job that fails at its effect.
   for (const operation of parts.operations.values()) {
     const missing = (operation.effects ?? []).filter((name) => !adapters.has(name));

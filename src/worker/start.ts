@@ -1,12 +1,13 @@
 import { Client } from '@temporalio/client';
-import { NativeConnection, type Worker } from '@temporalio/worker';
+import type { Worker } from '@temporalio/worker';
 import type { Pool } from 'pg';
 import { createActivities } from '../activities';
 import type { OnceflowConfig } from '../config';
 import { createMetrics, type Metrics } from '../metrics/metrics';
-import { createRegistry } from '../operations/registry';
+import { recordOperationVersions } from '../ledger/operation-versions';
+import { loadOperations, type LoadedOperations } from '../operations/load';
 import { loadProviders } from '../providers/load';
-import { connectTemporal, installTemporalRuntime } from '../temporal/connect';
+import { connectTemporal, connectTemporalWorker, installTemporalRuntime } from '../temporal/connect';
 import { ensureRetentionSchedule, ensureSweeperSchedule } from '../temporal/schedules';
 import { WARM_UP_WORKFLOW, WARM_UP_WORKFLOW_ID_PREFIX } from '../temporal/contract';
 import { hostname } from 'node:os';
@@ -19,21 +20,20 @@ export interface RunningWorker {
   close(): Promise<void>;
 }
 
-/** Starts a worker polling config.temporal.taskQueue; close() drains it. */
-export async function startWorker(config: OnceflowConfig, db: Pool, metrics: Metrics = createMetrics({ defaultMetrics: true })): Promise<RunningWorker> {
+/**
+ * Starts a worker polling config.temporal.taskQueue; close() drains it.
+ * @throws OperationsFileError when the operations file is wrong, or changes an input schema under a version jobs were made with.
+ */
+export async function startWorker(config: OnceflowConfig, db: Pool, metrics: Metrics = createMetrics({ defaultMetrics: true }), loaded: LoadedOperations = loadOperations(config.operationsFile)): Promise<RunningWorker> {
   installTemporalRuntime();
-  const operations = createRegistry();
+  const operations = loaded.registry;
   const { providers, routeFor: route } = await loadProviders(config, operations);
+  await recordOperationVersions(db, operations);
   // The first job should cost what the hundredth does: the tokenizers it checks prompts with are built now.
   warmUpTokenizers([...operations.keys()].flatMap((name) => route(name).map((step) => step.model)));
-  let connection: NativeConnection;
-  try {
-    connection = await NativeConnection.connect({ address: config.temporal.address });
-  } catch (err) {
-    throw new Error(`Temporal at ${config.temporal.address} is not reachable (${(err as Error).message}); check TEMPORAL_ADDRESS`);
-  }
+  const connection = await connectTemporalWorker(config.temporal.connection);
   // The worker's own client: the sweeper starts job workflows with it, and it keeps the Schedules up to date.
-  const clientConnection = await connectTemporal(config.temporal.address);
+  const clientConnection = await connectTemporal(config.temporal.connection);
   const client = new Client({ connection: clientConnection, namespace: config.temporal.namespace });
   const workflows = { client, taskQueue: config.temporal.taskQueue, searchAttributes: config.temporal.searchAttributes, workflowTaskTimeoutMs: config.temporal.workflowTaskTimeoutMs };
   const worker = await createWorker({
@@ -41,7 +41,7 @@ export async function startWorker(config: OnceflowConfig, db: Pool, metrics: Met
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     stickyQueueTimeoutMs: config.temporal.stickyQueueTimeoutMs,
-    activities: createActivities(buildActivityDeps({ db, metrics, config, operations, providers, routeFor: route, workflows })),
+    activities: createActivities(buildActivityDeps({ db, metrics, config, operations, providers, routeFor: route, workflows, declaredEffects: loaded.httpEffects })),
   });
   const running = worker.run();
   await ensureRetentionSchedule(client, { taskQueue: config.temporal.taskQueue, retentionDays: config.retentionDays });

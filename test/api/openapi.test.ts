@@ -105,7 +105,7 @@ describe('the OpenAPI document', () => {
   it.each([
     ['submitJob', ['200', '202', '400', '401', '403', '408', '409', '413', '415', '429']],
     ['getJob', ['200', '400', '401', '404', '414', '429']],
-    ['findJob', ['200', '400', '401', '404', '429']],
+    ['findJob', ['200', '400', '401', '403', '404', '429']],
     ['cancelJob', ['200', '400', '401', '404', '409', '413', '414', '415', '429']],
     ['resolveAttempt', ['200', '400', '401', '403', '404', '409', '413', '415', '429']],
     ['resolveEffect', ['200', '400', '401', '403', '404', '409', '413', '415', '429']],
@@ -162,6 +162,24 @@ describe('the OpenAPI document', () => {
         expect(names).toEqual(expect.arrayContaining(Object.keys(link.parameters)));
       }
     }
+  });
+
+  it("documents the operators' list on GET /v1/jobs: its parameters, the page, the Link header and 403", () => {
+    // Arrange
+    const find = byId('findJob');
+    const parameter = (name: string): Json => find.parameters.find((p: Json) => p.name === name && p.in === 'query');
+
+    // Assert
+    expect(parameter('status').schema.enum).toEqual(['accepted', 'running', 'awaiting_resolution', 'succeeded', 'failed', 'cancelled', 'needs_review']);
+    for (const name of ['operation', 'idempotencyKey', 'status', 'principal', 'cursor', 'limit']) expect(parameter(name).required).toBeFalsy();
+    expect(matches(parameter('limit').schema.pattern, '200')).toBe(true);
+    expect(matches(parameter('limit').schema.pattern, '201')).toBe(false);
+    expect(matches(parameter('limit').schema.pattern, '0')).toBe(false);
+    const ok = find.responses['200'];
+    expect(ok.headers.Link.schema.type).toBe('string');
+    expect(ok.content['application/json'].schema.anyOf.map((branch: Json) => branch.$ref)).toEqual(['#/components/schemas/Job', '#/components/schemas/JobPage']);
+    expect(doc.components.schemas.JobPage.required).toEqual(['jobs']);
+    expect(Object.keys(find.responses)).toEqual(expect.arrayContaining(['400', '403', '404']));
   });
 
   it('gives examples for the submit body, its headers, problems and the job', () => {

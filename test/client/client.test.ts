@@ -53,6 +53,24 @@ describe('the typed client', () => {
     expect(keys).toEqual(['fixed-key', 'fixed-key', 'fixed-key']);
   });
 
+  it('sends the schema version it is given, and none when it is not', async () => {
+    // Arrange
+    const bodies: unknown[] = [];
+    const recording: typeof fetch = async (url, init) => {
+      bodies.push(JSON.parse(String(init?.body)));
+      return fetch(url, init);
+    };
+    const client = new OnceflowClient({ baseUrl, apiKey: KEYS.alice, fetch: recording, sleep: noSleep });
+
+    // Act
+    const named = await client.submit('support.reply', input, { schemaVersion: 1 });
+    await client.submit('support.reply', input);
+
+    // Assert
+    expect(named.job.schemaVersion).toBe(1);
+    expect(bodies).toEqual([{ operation: 'support.reply', schemaVersion: 1, input }, { operation: 'support.reply', input }]);
+  });
+
   it('does not retry a 409: the key was used for another intent', async () => {
     // Arrange
     const client = new OnceflowClient({ baseUrl, apiKey: KEYS.alice, sleep: noSleep });

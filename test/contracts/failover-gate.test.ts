@@ -2,10 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { eligibility, type GateSettings } from '../../src/contracts/eligibility';
 import { verifyProvider } from '../../src/contracts/verify';
 import { createRegistry } from '../../src/operations/registry';
-import { supportReply } from '../../src/operations/support-reply';
 import type { RegisteredOperation } from '../../src/operations/operation';
 import { SIM_ROUTE } from '../../src/sim/providers';
 import { auth, isTerminalJob, KEYS, startTestStack, submitReply, waitForJob, type TestStack } from '../harness/stack';
+
+// The demo file's support.reply (operations/demo.yaml).
+const supportReply = createRegistry().get('support.reply')!;
 
 const gate: GateSettings = { maxAgeMs: 24 * 3_600_000, demotion: { window: 20, minSamples: 5, threshold: 0.5 } };
 const backup = SIM_ROUTE[1]!;

@@ -1,7 +1,10 @@
 import { checkOutput } from '../../src/contracts/output';
 import { templateHash } from '../../src/contracts/prompt';
 import { checkRender } from '../../src/contracts/render-check';
-import { supportReply } from '../../src/operations/support-reply';
+import { createRegistry } from '../../src/operations/registry';
+
+// The demo file's support.reply (operations/demo.yaml).
+const supportReply = createRegistry().get('support.reply')!;
 
 const input = { ticketId: 'T-1', customerMessage: 'Where is my order?', channel: 'email' };
 

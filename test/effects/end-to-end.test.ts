@@ -3,9 +3,11 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRegistry } from '../../src/operations/registry';
-import { supportReply } from '../../src/operations/support-reply';
 import { auth, isTerminalJob, KEYS, readJob, startTestStack, submitReply, waitForJob, type TestStack } from '../harness/stack';
 import { startWorkerProcess, until } from '../harness/worker-process';
+
+// The demo file's support.reply (operations/demo.yaml).
+const supportReply = createRegistry().get('support.reply')!;
 
 /**
  * support.reply end to end: attempt, winner, message sent once, receipt

@@ -10,6 +10,7 @@ import { createMetrics } from '../../src/metrics/metrics';
 import { createRegistry } from '../../src/operations/registry';
 import { startSimDownstream, type SimDownstream } from '../../src/sim/downstream-server';
 import { createTestDatabase, type TestDatabase } from '../harness/database';
+import { jobWithWinner as jobWithWinnerIn } from '../harness/effect-jobs';
 
 /**
  * The effect ledger on its own, against a real PostgreSQL and the real
@@ -37,18 +38,7 @@ describe('effect claims and recovery', () => {
       settings: { leaseMs: LEASE_MS, maxTries: 2, backoffMs: 20 },
     });
 
-  /** A job whose AI step has a winner: what effects run after. */
-  async function jobWithWinner(reply: string): Promise<{ jobId: string; ticketId: string }> {
-    const ticketId = `T-${randomUUID().slice(0, 8)}`;
-    const scope = { principalId: 'alice', operation: 'support.reply', idempotencyKey: randomUUID() };
-    const input = { ticketId, customerMessage: 'hi', channel: 'email' };
-    const { job } = await admitJob(db.pool, { ...scope, input, schemaVersion: 1, requestDigest: requestDigest('support.reply', 1, input), workflowId: jobWorkflowId(scope) });
-    const opened = await openAttempt(db.pool, { jobId: job.id, provider: 'sim-primary', model: 'sim-small' });
-    if (opened.kind !== 'opened') throw new Error('no attempt');
-    await markAttemptRunning(db.pool, opened.attempt.id);
-    await commitAttemptResult(db.pool, opened.attempt.id, { reply, escalate: false }, { terminal: false });
-    return { jobId: job.id, ticketId };
-  }
+  const jobWithWinner = (reply: string) => jobWithWinnerIn(db.pool, reply);
   const deliveriesOf = (target: SimDownstream, ticketId: string) => target.deliveries().filter((d) => d.ticketId === ticketId);
   const waitForLease = () => new Promise((resolve) => setTimeout(resolve, LEASE_MS + 100));
 

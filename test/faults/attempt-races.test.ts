@@ -5,6 +5,10 @@ import { interceptQueries, onStatements, pause } from '../harness/db-faults';
 import { gateLookups } from '../harness/gated-provider';
 import { auth, isTerminalJob, KEYS, readJob, startTestStack, submitReply, waitForJob, type TestStack } from '../harness/stack';
 import { until } from '../harness/worker-process';
+import { admitJob } from '../../src/ledger/jobs';
+import { requestDigest } from '../../src/jobs/digest';
+import { jobWorkflowId } from '../../src/jobs/scope';
+import { JOB_WORKFLOW, type JobWorkflowInput } from '../../src/temporal/contract';
 
 const jobAttempts = (job: { attempts: Array<{ provider: string; status: string }> }) => job.attempts.map((a) => [a.provider, a.status]);
 
@@ -62,6 +66,33 @@ describe('a live worker slow before it sends', () => {
     // Assert
     expect(job.status).toBe('succeeded');
     expect(jobAttempts(job)).toEqual([['sim-primary', 'succeeded']]);
+    expect(stack.sims.backup.requests().filter((r) => !r.requestId.startsWith('verify-'))).toHaveLength(0);
+  }, 30_000);
+});
+
+describe('a live worker slow before it sends, in a run of revision 1 (started before revision 2)', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    // The call's first read (the attempt and its job's input) takes 2.5 s, past the 1 s heartbeat timeout.
+    stack = await startTestStack({ activityDb: (pool) => interceptQueries(pool, onStatements(/j\.input AS job_input/, 1, pause(2_500))) });
+  });
+  afterAll(() => stack.close());
+
+  it('is not taken for a lost one: the call, an activity of its own in revision 1, heartbeats from its first line', async () => {
+    // Arrange: a job whose workflow was started by a release before revision 2 (no revision in its input).
+    const scope = { principalId: 'alice', operation: 'support.reply', idempotencyKey: randomUUID() };
+    const input = { ticketId: 'T-R1', customerMessage: 'Where is my parcel?', channel: 'email' };
+    const { job } = await admitJob(stack.db.pool, { ...scope, schemaVersion: 1, input, requestDigest: requestDigest(scope.operation, 1, input), workflowId: jobWorkflowId(scope) });
+
+    // Act
+    const revisionOne: JobWorkflowInput = { jobId: job.id, searchAttributes: false };
+    await stack.workflows.client.workflow.start(JOB_WORKFLOW, { taskQueue: stack.workflows.taskQueue, workflowId: job.workflowId, args: [revisionOne] });
+    const done = await waitForJob(stack, job.id, isTerminalJob, 20_000);
+
+    // Assert
+    expect(done.status).toBe('succeeded');
+    expect(jobAttempts(done)).toEqual([['sim-primary', 'succeeded']]);
+    expect(stack.sims.primary.requests().filter((r) => !r.requestId.startsWith('verify-'))).toHaveLength(1);
     expect(stack.sims.backup.requests().filter((r) => !r.requestId.startsWith('verify-'))).toHaveLength(0);
   }, 30_000);
 });

@@ -4,16 +4,14 @@ import type { AddressInfo } from 'node:net';
 import { createMessageSend } from '../../src/effects/message-send';
 import { createEffectAdapters } from '../../src/effects/registry';
 import { createEffectRunner } from '../../src/effects/runner';
-import { requestDigest } from '../../src/jobs/digest';
-import { jobWorkflowId } from '../../src/jobs/scope';
-import { commitAttemptResult, markAttemptRunning, openAttempt } from '../../src/ledger/attempts';
 import { claimEffect, getEffect } from '../../src/ledger/effects';
-import { admitJob, failJob } from '../../src/ledger/jobs';
+import { failJob } from '../../src/ledger/jobs';
 import { removeExpiredJobs } from '../../src/ledger/retention';
 import { createMetrics } from '../../src/metrics/metrics';
 import { createRegistry } from '../../src/operations/registry';
 import { startSimDownstream, type SimDownstream } from '../../src/sim/downstream-server';
 import { createTestDatabase, type TestDatabase } from '../harness/database';
+import { jobWithWinner as jobWithWinnerIn } from '../harness/effect-jobs';
 import { connectionLost, interceptQueries, onStatements, pause } from '../harness/db-faults';
 import { isTerminalJob, startTestStack, submitReply, waitForJob, type TestStack } from '../harness/stack';
 
@@ -99,17 +97,7 @@ describe('the effect ledger under a failing or slow downstream', () => {
       settings: { leaseMs, maxTries: 3, backoffMs: 20, callTimeoutMs: 100 },
     });
 
-  async function jobWithWinner(reply: string): Promise<{ jobId: string; ticketId: string }> {
-    const ticketId = `T-${randomUUID().slice(0, 8)}`;
-    const scope = { principalId: 'alice', operation: 'support.reply', idempotencyKey: randomUUID() };
-    const input = { ticketId, customerMessage: 'hi', channel: 'email' };
-    const { job } = await admitJob(db.pool, { ...scope, input, schemaVersion: 1, requestDigest: requestDigest('support.reply', 1, input), workflowId: jobWorkflowId(scope) });
-    const opened = await openAttempt(db.pool, { jobId: job.id, provider: 'sim-primary', model: 'sim-small' });
-    if (opened.kind !== 'opened') throw new Error('no attempt');
-    await markAttemptRunning(db.pool, opened.attempt.id);
-    await commitAttemptResult(db.pool, opened.attempt.id, { reply, escalate: false }, { terminal: false });
-    return { jobId: job.id, ticketId };
-  }
+  const jobWithWinner = (reply: string) => jobWithWinnerIn(db.pool, reply);
   const events = async (jobId: string) => (await db.pool.query<{ type: string }>('SELECT type FROM job_events WHERE job_id = $1 ORDER BY id', [jobId])).rows.map((r) => r.type);
   const expireLease = (jobId: string) => db.pool.query(`UPDATE effects SET lease_expires_at = now() - interval '1 second' WHERE job_id = $1`, [jobId]);
 
@@ -131,6 +119,24 @@ describe('the effect ledger under a failing or slow downstream', () => {
     expect(held!.leaseRemainingMs).toBeGreaterThan(3_500_000);
     expect(second).toMatchObject({ status: 'succeeded', receipt: { messageId: 'm-after-wait' }, jobTerminal: true, jobStatus: 'succeeded' });
     expect(await getEffect(db.pool, jobId, 'message.send')).toMatchObject({ tries: 2, lookupFailures: 0 });
+  });
+
+  it('sends nothing for a caller already given up on: its claim stays claimed, for recovery to perform', async () => {
+    // Arrange: the caller's activity was cancelled (or timed out) before its claim came back.
+    const { jobId } = await jobWithWinner('Given up on.');
+    let calls = 0;
+    answer = (res) => {
+      calls += 1;
+      res.writeHead(201, { 'content-type': 'application/json' }).end('{"messageId":"m-given-up"}');
+    };
+
+    // Act
+    const state = await runnerFor(customUrl, 60_000).perform(jobId, 'message.send', { owner: 'worker-a', signal: AbortSignal.abort() });
+
+    // Assert
+    expect(state).toMatchObject({ status: 'pending', jobTerminal: false });
+    expect(calls).toBe(0);
+    expect(await getEffect(db.pool, jobId, 'message.send')).toMatchObject({ status: 'pending', phase: 'claimed', tries: 0, leaseOwner: 'worker-a' });
   });
 
   it('takes any 2xx with a messageId as sent', async () => {

@@ -82,6 +82,38 @@ describe('the ledger stays bounded and in one lock order', () => {
     expect((await deadlocks()) - before).toBe(0);
   });
 
+  it('notes evidence on an attempt of a finished job behind a write that holds the job row, without a deadlock: the job row is taken first', async () => {
+    // Arrange: a finished job whose attempt is still running (its answer may come late); a finished
+    // job's attempt rows refresh the job's stored details, so a write to one also writes the job row.
+    const jobId = (await submitReply(stack, { message: 'finished first', key: randomUUID() })).json().id;
+    const opened = await openAttempt(stack.db.pool, { jobId, provider: 'sim-primary', model: 'sim-small' });
+    if (opened.kind !== 'opened') throw new Error('no attempt');
+    await markAttemptRunning(stack.db.pool, opened.attempt.id);
+    await stack.db.pool.query(`UPDATE jobs SET status = 'failed', terminal_at = now() WHERE id = $1`, [jobId]);
+    const before = await deadlocks();
+    const holder = await stack.db.pool.connect();
+    try {
+      // A write that takes the job row, then the attempt's, as every ledger write does.
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE', [jobId]);
+
+      // Act: evidence is noted meanwhile; once it waits, the holder goes on to the attempt row.
+      const noting = noteEvidence(stack.db.pool, opened.attempt.id, { lastLookup: { found: false } });
+      while ((await stack.db.pool.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)).rowCount === 0) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await holder.query(`UPDATE attempts SET evidence = COALESCE(evidence, '{}'::jsonb) || '{"held": true}'::jsonb WHERE id = $1`, [opened.attempt.id]);
+      await holder.query('COMMIT');
+      await noting;
+    } finally {
+      holder.release();
+    }
+
+    // Assert
+    expect((await deadlocks()) - before).toBe(0);
+    expect((await getAttempt(stack.db.pool, opened.attempt.id))?.evidence).toMatchObject({ held: true, lastLookup: { found: false } });
+  });
+
   it('backs off before the same provider again also when the fallback between them is not eligible', async () => {
     // Arrange: the backup has no verification, so every attempt goes to the primary, which refuses (400).
     await stack.db.pool.query(`DELETE FROM provider_contracts WHERE provider = 'sim-backup'`);

@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
 import { createRegistry } from '../../src/operations/registry';
-import { supportReply } from '../../src/operations/support-reply';
 import { auth, KEYS, startTestStack, type TestStack } from '../harness/stack';
+
+// The demo file's support.reply (operations/demo.yaml).
+const supportReply = createRegistry().get('support.reply')!;
 
 // A second operation, to show that one key under two operations is two jobs.
 const supportTag = {
@@ -10,6 +12,8 @@ const supportTag = {
   name: 'support.tag',
   description: 'Tag a ticket',
   input: Type.Object({ ticketId: Type.String({ minLength: 1 }) }, { additionalProperties: false }),
+  // One version: this input, not support.reply's.
+  versions: undefined,
   example: { ticketId: 'T-1' },
 };
 

@@ -37,6 +37,21 @@ describe('migrations', () => {
     }
   });
 
+  it('apply a migration numbered below the last applied one when it arrives later (numbers may have gaps)', async () => {
+    // Arrange: everything applied up to a high number, then a migration whose lower number was free (another branch's) arrives.
+    const last = { version: 9000, name: '9000_applied_last', sql: 'CREATE TABLE applied_last (id integer)', checksum: 'c9000' };
+    const arriving = { version: 8999, name: '8999_arrives_later', sql: 'CREATE TABLE arrives_later (id integer)', checksum: 'c8999' };
+    await migrate(db.pool, [...readMigrations(), last]);
+    const withIt = [...readMigrations(), arriving, last];
+
+    // Act
+    const applied = await migrate(db.pool, withIt);
+
+    // Assert
+    expect(applied).toEqual(['8999_arrives_later']);
+    expect(await migrate(db.pool, withIt)).toEqual([]);
+  });
+
   it('refuse to run when an applied migration was edited', async () => {
     // Arrange
     const edited = readMigrations().map((m, i) => (i === 0 ? { ...m, checksum: 'edited' } : m));

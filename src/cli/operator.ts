@@ -1,0 +1,211 @@
+/**
+ * The operator's commands, over the HTTP API with an operator key:
+ *
+ *   onceflow jobs list --status S [--principal P] [--operation O] [--limit N] [--cursor C] [--json]
+ *   onceflow jobs show JOB [--json]
+ *   onceflow attempts resolve JOB ATTEMPT --outcome failed|cancelled --reason TEXT [--json]
+ *   onceflow effects resolve JOB NAME --outcome succeeded|failed --reason TEXT [--receipt JSON] [--json]
+ *   onceflow providers verify [--operation O] [--provider P] [--json]
+ *
+ * Where and as whom: --url and --key, or ONCEFLOW_URL (default
+ * http://127.0.0.1:3000) and ONCEFLOW_KEY. Exit 0 when done, 1 when the
+ * server said no (its problem's title and detail are printed) or a
+ * verification failed, 2 on a bad command line.
+ */
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { LISTABLE_STATUSES, type ListableStatus } from '../ledger/job-list';
+import { OnceflowApiError, OnceflowClient, OnceflowUnavailableError, type Job, type JobPage, type Verification } from '../client';
+import { LIMIT_PATTERN } from '../api/schemas';
+import { ExitCode, table, UsageError, when, type CliIo } from './io';
+
+export const OPERATOR_USAGE = `usage: onceflow jobs list --status STATUS [--principal P] [--operation O] [--limit N] [--cursor C] [--json]
+       onceflow jobs show JOB [--json]
+       onceflow attempts resolve JOB ATTEMPT --outcome failed|cancelled --reason TEXT [--json]
+       onceflow effects resolve JOB NAME --outcome succeeded|failed --reason TEXT [--receipt JSON] [--json]
+       onceflow providers verify [--operation O] [--provider P] [--json]
+  (each with --url URL --key KEY, or ONCEFLOW_URL and ONCEFLOW_KEY)`;
+
+export const OPERATOR_GROUPS = ['jobs', 'attempts', 'effects', 'providers'];
+
+const CONNECTION = { url: { type: 'string' }, key: { type: 'string' }, json: { type: 'boolean' } } as const;
+const DEFAULT_URL = 'http://127.0.0.1:3000';
+
+function parse<O extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: O, positionals: number) {
+  const parsed = parseArgs({ args, options: { ...CONNECTION, ...options }, allowPositionals: true, strict: true });
+  if (parsed.positionals.length !== positionals) throw new UsageError(positionals === 0 ? `unexpected ${parsed.positionals.join(' ')}` : `expected ${positionals} argument(s)`);
+  return parsed;
+}
+
+function required(value: string | undefined, flag: string): string {
+  if (value === undefined || value === '') throw new UsageError(`${flag} is required`);
+  return value;
+}
+
+function oneOf<T extends string>(value: string | undefined, flag: string, allowed: readonly T[]): T {
+  const given = required(value, flag);
+  if (!allowed.includes(given as T)) throw new UsageError(`${flag} is one of ${allowed.join(', ')}`);
+  return given as T;
+}
+
+/** Runs one operator command. @throws UsageError (exit 2). */
+export async function operatorCommand(group: string, command: string | undefined, args: string[], io: CliIo): Promise<number> {
+  const run = commandOf(group, command);
+  if (!run) throw new UsageError(`unknown command ${group} ${command ?? ''}`.trim());
+  const { client, json, finish } = await run(args, io);
+  try {
+    const shown = await finish(client);
+    if (json) io.out(JSON.stringify(shown.json, null, 2));
+    else io.out(shown.text);
+    return shown.failed ? ExitCode.refused : ExitCode.ok;
+  } catch (err) {
+    if (err instanceof OnceflowApiError) {
+      io.err(`onceflow: ${err.status} ${err.problem.title}: ${err.problem.detail}`);
+      if (json) io.out(JSON.stringify(err.problem, null, 2));
+      return ExitCode.refused;
+    }
+    if (err instanceof OnceflowUnavailableError) {
+      io.err(`onceflow: ${err.message}: ${(err.cause as Error | undefined)?.message ?? 'no answer'}`);
+      return ExitCode.refused;
+    }
+    throw err;
+  }
+}
+
+interface Shown {
+  json: unknown;
+  text: string;
+  failed?: boolean;
+}
+
+type Prepared = { client: OnceflowClient; json: boolean; finish(client: OnceflowClient): Promise<Shown> };
+
+function connect(values: { url?: string; key?: string }, io: CliIo): OnceflowClient {
+  const apiKey = values.key ?? io.env.ONCEFLOW_KEY;
+  if (!apiKey) throw new UsageError('no API key: pass --key or set ONCEFLOW_KEY (an operator key)');
+  const baseUrl = values.url ?? io.env.ONCEFLOW_URL ?? DEFAULT_URL;
+  if (!/^https?:\/\/[^/]/.test(baseUrl)) throw new UsageError(`--url ${baseUrl} is not an http(s) URL`);
+  return new OnceflowClient({ baseUrl, apiKey, fetch: io.fetch, maxRetries: 2 });
+}
+
+function commandOf(group: string, command: string | undefined): ((args: string[], io: CliIo) => Promise<Prepared>) | undefined {
+  const key = `${group} ${command}`;
+  if (key === 'jobs list') {
+    return async (args, io) => {
+      const { values } = parse(args, { status: { type: 'string' }, principal: { type: 'string' }, operation: { type: 'string' }, limit: { type: 'string' }, cursor: { type: 'string' } }, 0);
+      const status = oneOf<ListableStatus>(values.status, '--status', LISTABLE_STATUSES);
+      if (values.limit !== undefined && !new RegExp(LIMIT_PATTERN).test(values.limit)) throw new UsageError('--limit is 1 to 200');
+      const query = { status, principal: values.principal, operation: values.operation, limit: values.limit === undefined ? undefined : Number(values.limit), cursor: values.cursor };
+      return { client: connect(values, io), json: values.json === true, finish: async (client) => showPage(await client.listJobs(query), query) };
+    };
+  }
+  if (key === 'jobs show') {
+    return async (args, io) => {
+      const { values, positionals } = parse(args, {}, 1);
+      return { client: connect(values, io), json: values.json === true, finish: async (client) => showJob(await client.getJob(positionals[0]!)) };
+    };
+  }
+  if (key === 'attempts resolve') {
+    return async (args, io) => {
+      const { values, positionals } = parse(args, { outcome: { type: 'string' }, reason: { type: 'string' } }, 2);
+      const resolution = { outcome: oneOf(values.outcome, '--outcome', ['failed', 'cancelled'] as const), reason: required(values.reason, '--reason') };
+      return { client: connect(values, io), json: values.json === true, finish: async (client) => showJob(await client.resolveAttempt(positionals[0]!, positionals[1]!, resolution)) };
+    };
+  }
+  if (key === 'effects resolve') {
+    return async (args, io) => {
+      const { values, positionals } = parse(args, { outcome: { type: 'string' }, reason: { type: 'string' }, receipt: { type: 'string' } }, 2);
+      const resolution = {
+        outcome: oneOf(values.outcome, '--outcome', ['succeeded', 'failed'] as const),
+        reason: required(values.reason, '--reason'),
+        ...(values.receipt === undefined ? {} : { receipt: receiptOf(values.receipt) }),
+      };
+      return { client: connect(values, io), json: values.json === true, finish: async (client) => showJob(await client.resolveEffect(positionals[0]!, positionals[1]!, resolution)) };
+    };
+  }
+  if (key === 'providers verify') {
+    return async (args, io) => {
+      const { values } = parse(args, { operation: { type: 'string' }, provider: { type: 'string' } }, 0);
+      const filter = { ...(values.operation ? { operation: values.operation } : {}), ...(values.provider ? { provider: values.provider } : {}) };
+      return { client: connect(values, io), json: values.json === true, finish: async (client) => showVerifications(await client.verifyProviders(filter)) };
+    };
+  }
+  return undefined;
+}
+
+function receiptOf(text: string): Record<string, unknown> {
+  let receipt: unknown;
+  try {
+    receipt = JSON.parse(text);
+  } catch {
+    throw new UsageError('--receipt is a JSON object, e.g. \'{"messageId":"m-1"}\'');
+  }
+  if (receipt === null || typeof receipt !== 'object' || Array.isArray(receipt)) throw new UsageError('--receipt is a JSON object, e.g. \'{"messageId":"m-1"}\'');
+  return receipt as Record<string, unknown>;
+}
+
+const compact = (value: unknown): string => (value === undefined ? '-' : JSON.stringify(value));
+
+function showPage(page: JobPage, query: { status: string; principal?: string; operation?: string; limit?: number }): Shown {
+  const rows = page.jobs.map((job) => [job.id, job.principal, job.operation, job.status, job.effectsInReview.join(',') || '-', when(job.createdAt), job.idempotencyKey]);
+  const lines = [page.jobs.length === 0 ? `no jobs in ${query.status}` : table([['JOB', 'PRINCIPAL', 'OPERATION', 'STATUS', 'IN REVIEW', 'CREATED', 'IDEMPOTENCY KEY'], ...rows])];
+  if (page.next) {
+    const filters = [`--status ${query.status}`, query.principal && `--principal ${query.principal}`, query.operation && `--operation ${query.operation}`, query.limit && `--limit ${query.limit}`].filter(Boolean).join(' ');
+    lines.push('', `more: onceflow jobs list ${filters} --cursor ${page.next}`);
+  }
+  return { json: page, text: lines.join('\n') };
+}
+
+function showJob(job: Job): Shown {
+  const lines = [
+    table([
+      ['job', job.id],
+      ['operation', job.operation],
+      ['idempotency key', job.idempotencyKey],
+      ['status', job.status],
+      ['created', when(job.createdAt)],
+      ['updated', when(job.updatedAt)],
+      ['workflow', job.workflowId],
+      ['temporal ui', job.links.temporalUi],
+      ...(job.result !== undefined ? [['result', compact(job.result)]] : []),
+      ...(job.error ? [['error', `${job.error.type}: ${job.error.detail}`]] : []),
+    ]),
+    '',
+    'ATTEMPTS',
+    job.attempts.length === 0
+      ? '  none'
+      : table([
+          ['SEQ', 'ATTEMPT', 'PROVIDER', 'STATUS', 'STARTED', 'ENDED', 'ERROR', 'RESOLUTION'],
+          ...job.attempts.map((a) => [
+            String(a.seq),
+            a.id,
+            `${a.provider}/${a.model}`,
+            a.status,
+            when(a.startedAt),
+            when(a.endedAt),
+            a.error ? `${a.error.class}: ${a.error.detail}` : '-',
+            a.resolution ? `${a.resolution.outcome} by ${a.resolution.by}: ${a.resolution.reason}` : '-',
+          ]),
+        ]),
+    ...job.attempts.filter((a) => a.evidence).map((a) => `  evidence of attempt ${a.seq}: ${compact(a.evidence)}`),
+    '',
+    'EFFECTS',
+    job.effects.length === 0
+      ? '  none'
+      : table([
+          ['NAME', 'STATUS', 'RECEIPT', 'RESOLUTION', 'UPDATED'],
+          ...job.effects.map((e) => [e.name, e.status, compact(e.receipt), e.resolution ? `${e.resolution.outcome} by ${e.resolution.by}: ${e.resolution.reason}` : '-', when(e.updatedAt)]),
+        ]),
+    '',
+    'EVENTS',
+    table([['AT', 'EVENT', 'DETAIL'], ...job.events.map((e) => [when(e.at), e.type, Object.keys(e.detail).length ? compact(e.detail) : ''])]),
+  ];
+  return { json: job, text: lines.join('\n') };
+}
+
+function showVerifications(verifications: Verification[]): Shown {
+  const text = table([
+    ['RESULT', 'OPERATION', 'PROVIDER', 'MODEL', 'SCHEMA', 'SAMPLES', 'VERIFIED'],
+    ...verifications.map((v) => [v.passed ? 'PASS' : 'FAIL', v.operation, v.provider, v.model, `v${v.schemaVersion}`, String(v.samples), when(v.verifiedAt)]),
+  ]);
+  return { json: verifications, text, failed: verifications.some((v) => !v.passed) };
+}
