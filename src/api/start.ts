@@ -10,6 +10,16 @@ import { connectTemporal } from '../temporal/connect';
 import { apiContracts, buildApp, type App } from './app';
 import { JobWaiter } from './job-waiter';
 
+/** Opens `count` of the pool's connections (each asked once) and gives them back to the pool. */
+async function openConnections(db: Pool, count: number): Promise<void> {
+  const clients = await Promise.all(Array.from({ length: count }, () => db.connect()));
+  try {
+    await Promise.all(clients.map((client) => client.query('SELECT 1')));
+  } finally {
+    for (const client of clients) client.release();
+  }
+}
+
 export interface RunningApi {
   app: App;
   url: string;
@@ -41,6 +51,8 @@ export async function startApi(config: OnceflowConfig, db: Pool, metrics: Metric
     },
   });
   try {
+    // What the first request would open otherwise: the LISTEN connection of Prefer: wait, and pool connections.
+    await Promise.all([waiter.listen(), openConnections(db, 2)]);
     await app.listen({ host: config.api.host, port: config.api.port });
   } catch (err) {
     await app.close();
