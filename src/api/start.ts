@@ -7,6 +7,7 @@ import { recordOperationVersions } from '../ledger/operation-versions';
 import { loadOperations, type LoadedOperations } from '../operations/load';
 import { loadProviders } from '../providers/load';
 import { connectTemporal } from '../temporal/connect';
+import { warmUpStartMessages } from '../temporal/starter';
 import { apiContracts, buildApp, type App } from './app';
 import { JobWaiter } from './job-waiter';
 
@@ -51,8 +52,9 @@ export async function startApi(config: OnceflowConfig, db: Pool, metrics: Metric
     },
   });
   try {
-    // What the first request would open otherwise: the LISTEN connection of Prefer: wait, and pool connections.
+    // What the first request would pay for otherwise: the LISTEN connection of Prefer: wait, pool connections, the start message's codecs.
     await Promise.all([waiter.listen(), openConnections(db, 2)]);
+    warmUpStartMessages();
     await app.listen({ host: config.api.host, port: config.api.port });
   } catch (err) {
     await app.close();
