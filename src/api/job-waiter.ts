@@ -30,17 +30,24 @@ export class JobWaiter {
     this.client = client;
   }
 
+  /**
+   * Opens the LISTEN connection now (at start) rather than on the first wait.
+   * @throws what connecting throws; the next wait tries again.
+   */
+  async listen(): Promise<void> {
+    if (this.client) return;
+    this.connecting ??= this.connect().catch((err: unknown) => {
+      // Not kept: the next wait tries to connect again.
+      this.connecting = undefined;
+      throw err;
+    });
+    await this.connecting;
+  }
+
   /** Resolves when jobId is announced terminal, or after timeoutMs, whichever comes first. */
   async wait(jobId: string, timeoutMs: number, isTerminalNow: () => Promise<boolean>): Promise<void> {
-    if (!this.client) {
-      this.connecting ??= this.connect().catch((err: unknown) => {
-        // Not kept: the next wait tries to connect again.
-        this.connecting = undefined;
-        throw err;
-      });
-      // Without LISTEN the wait still ends: by the job's own state, or the timeout.
-      await this.connecting.catch(() => undefined);
-    }
+    // Without LISTEN the wait still ends: by the job's own state, or the timeout.
+    if (!this.client) await this.listen().catch(() => undefined);
     await new Promise<void>((resolve) => {
       const wakers = this.waiting.get(jobId) ?? new Set<() => void>();
       this.waiting.set(jobId, wakers);

@@ -35,4 +35,21 @@ describe('waiting for a job with Prefer: wait', () => {
     // Assert
     expect(woken).toBe('woken');
   });
+
+  it('listens from the start when asked to, before any request waits', async () => {
+    // Arrange
+    const fresh = new JobWaiter(db.url);
+    const listening = async () =>
+      (await db.pool.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND query = $1`, [`LISTEN ${JOB_TERMINAL_CHANNEL}`])).rowCount ?? 0;
+    const before = await listening();
+    try {
+      // Act
+      await fresh.listen();
+
+      // Assert
+      expect((await listening()) - before).toBe(1);
+    } finally {
+      await fresh.close();
+    }
+  });
 });
