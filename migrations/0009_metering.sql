@@ -101,7 +101,7 @@ BEGIN
          COALESCE(jsonb_agg(jsonb_strip_nulls(jsonb_build_object(
            'attemptId', a.id, 'seq', a.seq, 'provider', a.provider, 'model', a.model, 'status', a.status,
            'reported', a.usage_reported, 'cost', a.cost::text, 'currency', a.cost_currency,
-           'winner', a.id = NEW.completed_by)) ORDER BY a.seq) FILTER (WHERE a.id IS NOT NULL), '[]'::jsonb)
+           'winner', a.id IS NOT DISTINCT FROM NEW.completed_by)) ORDER BY a.seq) FILTER (WHERE a.id IS NOT NULL), '[]'::jsonb)
     FROM (SELECT 1) one LEFT JOIN attempts a ON a.job_id = NEW.id
   ON CONFLICT (job_id) DO NOTHING;
   RETURN NULL;

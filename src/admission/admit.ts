@@ -5,10 +5,13 @@ import { startOrAttachJobWorkflow, type WorkflowTarget } from '../temporal/start
 import { requestDigest } from '../jobs/digest';
 import { jobWorkflowId, type JobScope } from '../jobs/scope';
 import { isTerminal } from '../jobs/status';
+import type { BillingPolicy } from '../operations/define';
 
 export interface Intent extends JobScope {
   schemaVersion: number;
   input: Record<string, unknown>;
+  /** The operation's billing policy when the intent arrives: the job is billed by it. */
+  billing?: BillingPolicy;
 }
 
 export interface Admission {

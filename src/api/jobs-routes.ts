@@ -149,6 +149,7 @@ export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps): Pr
           idempotencyKey,
           schemaVersion,
           input,
+          ...(operation.billing ? { billing: operation.billing } : {}),
         });
       } catch (err) {
         if (err instanceof IdempotencyKeyReusedError) {

@@ -55,6 +55,72 @@ export const ProblemSchema = Type.Object(
 
 const Resolution = Type.Object({ outcome: Type.String(), reason: Type.String(), by: Type.String(), at: Timestamp }, { additionalProperties: true });
 
+/** Money as an exact decimal string: never a JSON number, which clients would read as floating point. */
+const Money = (description: string) => Type.String({ pattern: '^[0-9]+(\\.[0-9]+)?$', description, examples: ['0.000123'] });
+const Currency = Type.String({ pattern: '^[A-Z]{3}$', description: 'ISO 4217', examples: ['USD'] });
+const TokenCount = (description: string) => Type.Integer({ minimum: 0, description });
+
+export const UsageSchema = Type.Object(
+  {
+    reported: Type.Boolean({ description: 'false while the usage is not known (an unknown attempt, a provider that reported none); zeros mean nothing was consumed' }),
+    inputTokens: Type.Optional(TokenCount('every input token, cached ones included')),
+    outputTokens: Type.Optional(TokenCount('output tokens')),
+    cachedTokens: Type.Optional(TokenCount('the input tokens served from the prompt cache, where the provider says')),
+    model: Type.Optional(Type.String({ description: 'the model the provider says answered' })),
+    providerRequestId: Type.Optional(Type.String({ description: "the provider's id of its response" })),
+    latencyMs: Type.Optional(Type.Integer({ minimum: 0 })),
+    cost: Type.Optional(Money('by the price table; absent when the model has no price')),
+    currency: Type.Optional(Currency),
+  },
+  { description: "what the attempt consumed, as the provider reported it; present on attempts recorded since metering began" },
+);
+
+const SettledAttempt = Type.Object(
+  {
+    attemptId: Uuid('attempt id'),
+    seq: Type.Integer({ minimum: 1 }),
+    provider: Type.String(),
+    model: Type.String(),
+    status: Type.String(),
+    reported: Type.Boolean(),
+    winner: Type.Boolean(),
+    cost: Type.Optional(Money('the attempt\'s cost when the job was settled')),
+    currency: Type.Optional(Currency),
+  },
+  { additionalProperties: false },
+);
+
+const Adjustment = Type.Object(
+  {
+    attemptId: Uuid('the attempt whose usage arrived after settlement'),
+    reason: Type.String({ examples: ['late_usage'] }),
+    currency: Type.Optional(Currency),
+    providerCost: Money('what the late fact adds to the provider cost'),
+    billable: Money('what it adds to the billable amount (only under billing all-attempts)'),
+    inputTokens: TokenCount('input tokens it adds'),
+    outputTokens: TokenCount('output tokens it adds'),
+    at: Timestamp,
+  },
+  { additionalProperties: false },
+);
+
+export const SettlementSchema = Type.Object(
+  {
+    jobStatus: StringEnum(['succeeded', 'failed', 'cancelled']),
+    billing: StringEnum(['winner', 'all_attempts']),
+    currency: Type.Optional(Currency),
+    providerCost: Money('what Onceflow paid the providers for every attempt priced in the settlement currency'),
+    billable: Money('what the principal is billed under the billing policy'),
+    inputTokens: TokenCount('input tokens of every attempt whose usage was known'),
+    outputTokens: TokenCount('output tokens of every attempt whose usage was known'),
+    attemptsUnpriced: Type.Integer({ minimum: 0, description: 'attempts whose cost was not known at settlement (not added in; a later report is an adjustment)' }),
+    attempts: Type.Array(SettledAttempt),
+    settledAt: Timestamp,
+    adjustments: Type.Array(Adjustment, { description: 'facts learned after settlement, each its own row; the settlement itself never changes' }),
+  },
+  { additionalProperties: false, description: "the job's one bill, written with its terminal state (invariant 13)" },
+);
+
 export const AttemptSchema = Type.Object({
   id: Uuid('attempt id'),
   seq: Type.Integer({ minimum: 1 }),
@@ -66,6 +132,7 @@ export const AttemptSchema = Type.Object({
   error: Type.Optional(Type.Object({ class: Type.String(), detail: Type.String() }, { additionalProperties: true })),
   evidence: Type.Optional(OpenObject('what the provider answered, kept when it broke the contract (2 KiB at most)')),
   resolution: Type.Optional(Resolution),
+  usage: Type.Optional(UsageSchema),
 });
 
 export const EffectSchema = Type.Object({
@@ -100,6 +167,7 @@ export const JobSchema = Type.Object(
     attempts: Type.Array(AttemptSchema),
     effects: Type.Array(EffectSchema),
     events: Type.Array(EventSchema),
+    settlement: Type.Optional(SettlementSchema),
     workflowId: Type.String(),
     createdAt: Timestamp,
     updatedAt: Timestamp,
