@@ -73,9 +73,9 @@ describe('settlement in the ledger (invariant 13)', () => {
     expect(before).toHaveLength(1);
     expect(before[0]).toMatchObject({ provider_cost: '0.0075', billable: '0.0075', attempts_unpriced: 1 });
 
-    // Act: A's answer arrives, twice (its call and a reconciliation).
+    // Act: A's answer arrives, then again with other numbers (a second report never rewrites the first).
     const late = await commitAttemptResult(stack.db.pool, a.id, OUTPUT, { terminal: true, usage: { inputTokens: 2000, outputTokens: 1000, price: SIM_PRICES.small } });
-    await commitAttemptResult(stack.db.pool, a.id, OUTPUT, { terminal: true, usage: { inputTokens: 2000, outputTokens: 1000, price: SIM_PRICES.small } });
+    await commitAttemptResult(stack.db.pool, a.id, OUTPUT, { terminal: true, usage: { inputTokens: 9999, outputTokens: 9999, price: SIM_PRICES.small } });
 
     // Assert
     expect(late).toBe('late');
@@ -83,7 +83,7 @@ describe('settlement in the ledger (invariant 13)', () => {
     expect(await adjustmentsOf(stack, job.id)).toEqual([{ attempt_id: a.id, reason: 'late_usage', currency: 'USD', provider_cost: '0.0009', billable: '0', input_tokens: 2000, output_tokens: 1000 }]);
     const view = await readJob(stack, job.id);
     expect(view.settlement.adjustments).toEqual([expect.objectContaining({ attemptId: a.id, providerCost: '0.0009', billable: '0' })]);
-    expect(view.attempts[0].usage).toMatchObject({ reported: true, cost: '0.0009' });
+    expect(view.attempts[0].usage).toMatchObject({ reported: true, inputTokens: 2000, outputTokens: 1000, cost: '0.0009' });
   });
 
   it('lets no second terminal path write another settlement: the primary key decides', async () => {
