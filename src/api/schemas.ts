@@ -369,3 +369,38 @@ declare module 'fastify' {
     problems?: number[];
   }
 }
+
+export const UsageQuerySchema = Type.Object(
+  {
+    from: Type.String({ format: 'date-time', description: 'settled at or after this instant (RFC 3339)', examples: ['2026-01-01T00:00:00Z'] }),
+    to: Type.String({ format: 'date-time', description: 'settled before this instant (RFC 3339); must be after from', examples: ['2026-02-01T00:00:00Z'] }),
+    groupBy: Type.Optional(StringEnum(['operation', 'day'], { description: 'one line per operation (default) or per UTC day, and per currency' })),
+    principal: Type.Optional(Text({ minLength: 1, maxLength: 255, description: "operators only: whose usage; a tenant key always reads its own (any other value is a 403)", examples: ['alice'] })),
+  },
+  { additionalProperties: false },
+);
+
+export const UsageReportSchema = Type.Object(
+  {
+    principal: Type.String(),
+    from: Timestamp,
+    to: Timestamp,
+    groupBy: StringEnum(['operation', 'day']),
+    lines: Type.Array(
+      Type.Object(
+        {
+          key: Type.String({ description: 'the operation, or the UTC day (YYYY-MM-DD)' }),
+          currency: Type.Union([Currency, Type.Null()], { description: 'null for jobs with nothing priced (e.g. cancelled before any attempt)' }),
+          jobs: Type.Integer({ minimum: 0 }),
+          inputTokens: TokenCount('input tokens of the settled jobs'),
+          outputTokens: TokenCount('output tokens of the settled jobs'),
+          providerCost: Money('what the providers were paid'),
+          billable: Money('what the principal is billed'),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false, description: "a principal's totals from its settlements (one bill per job); adjustments are shown on each job" },
+);
+export type UsageReportView = Static<typeof UsageReportSchema>;
