@@ -60,7 +60,11 @@ describe('budgets', () => {
   });
 
   it('counts only what was settled today', async () => {
+    // Arrange: everything alice was billed, five times her token budget among it, was settled yesterday.
+    await settled('alice', { tokens: 5000, billable: '0' });
     await stack.db.pool.query(`UPDATE settlements SET settled_at = settled_at - interval '1 day' WHERE principal_id = 'alice'`);
+
+    // Act and Assert
     expect((await submitReply(stack, { message: 'a new day' })).statusCode).toBe(202);
   });
 });
