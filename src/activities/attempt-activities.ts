@@ -2,7 +2,7 @@ import { Context } from '@temporalio/activity';
 import { checkOutput } from '../contracts/output';
 import { checkRender } from '../contracts/render-check';
 import { isTerminal } from '../jobs/status';
-import { AttemptStatus, commitAndClaim, type CommitOutcome, failAttempt, getAttempt, getAttemptToSend, markAttemptRunning, markAttemptUnknown, noteEvidence, type AttemptRecord } from '../ledger/attempts';
+import { AttemptStatus, commitAndClaim, type CommitOutcome, failAttempt, getAttempt, getAttemptToSend, markAttemptRunning, markAttemptUnknown, noteEvidence, recordLateUsage, type AttemptRecord } from '../ledger/attempts';
 import type { EffectRecord } from '../ledger/effects';
 import type { EffectCall } from '../effects/runner';
 import { listEffects } from '../ledger/effects';
@@ -87,7 +87,9 @@ export function createAttemptActivities(deps: ActivityDeps) {
         evidence: { violations: check.violations, output: check.excerpt },
         usage,
       });
-      if (failed && usage) await meterUsage(attempt.id);
+      // An attempt that had already ended keeps its status, but what its answer cost is still recorded.
+      const lateUsage = !failed && usage ? await recordLateUsage(db, attempt.id, usage) : false;
+      if ((failed || lateUsage) && usage) await meterUsage(attempt.id);
       if (failed) metrics.attemptOutcomes.inc({ operation: attempt.operation, provider: attempt.provider, status: 'failed', class: 'contract_violation' });
       return { outcome: 'violation' };
     }

@@ -448,6 +448,20 @@ export async function noteEvidence(db: Pool, attemptId: string, evidence: Record
   });
 }
 
+/**
+ * Records the usage of an answer whose attempt had already ended when it
+ * arrived (an operator resolved it, its job was cancelled): the answer was
+ * paid for, but the attempt's status stands (invariant 12). After settlement
+ * this becomes an adjustment row (migration 0009).
+ * @returns true when this call recorded it (false: usage already reported).
+ */
+export async function recordLateUsage(db: Pool, attemptId: string, usage: AttemptUsage): Promise<boolean> {
+  return inTransaction(db, async (tx) => {
+    await lockJobThenAttempt(tx, attemptId);
+    return recordUsageLocked(tx, attemptId, usage);
+  });
+}
+
 export class AttemptNotFoundError extends Error {
   override name = 'AttemptNotFoundError';
 }

@@ -1,4 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { createActivities } from '../../src/activities';
+import { loadConfig } from '../../src/config';
+import { createRegistry } from '../../src/operations/registry';
+import type { CompletionAnswer, ProviderAdapter } from '../../src/providers/types';
+import { buildActivityDeps } from '../../src/worker/activity-deps';
 import { commitAttemptResult, markAttemptRunning, markAttemptUnknown, openAttempt, resolveAttempt, type AttemptRecord } from '../../src/ledger/attempts';
 import { cancelJob, failJob } from '../../src/ledger/jobs';
 import { SIM_PRICES } from '../../src/providers/config';
@@ -84,6 +90,52 @@ describe('settlement in the ledger (invariant 13)', () => {
     const view = await readJob(stack, job.id);
     expect(view.settlement.adjustments).toEqual([expect.objectContaining({ attemptId: a.id, providerCost: '0.0009', billable: '0' })]);
     expect(view.attempts[0].usage).toMatchObject({ reported: true, inputTokens: 2000, outputTokens: 1000, cost: '0.0009' });
+  });
+
+  it('records the usage of an answer that breaks the contract after its attempt was resolved and its job settled', async () => {
+    // Arrange: a provider whose answer (prose, off contract, 100 in and 50 out) waits for the test.
+    let letAnswer!: () => void;
+    const answerMay = new Promise<void>((resolve) => (letAnswer = resolve));
+    let called!: () => void;
+    const wasCalled = new Promise<void>((resolve) => (called = resolve));
+    const slow: ProviderAdapter = {
+      name: 'slow',
+      kind: 'openai-compatible',
+      async complete(): Promise<CompletionAnswer> {
+        called();
+        await answerMay;
+        return { content: 'Sure! Here is prose.', raw: {}, usage: { inputTokens: 100, outputTokens: 50 } };
+      },
+    };
+    const activities = createActivities(
+      buildActivityDeps({
+        db: stack.db.pool,
+        metrics: stack.metrics,
+        config: loadConfig({ ONCEFLOW_ATTEMPT_TIMEOUT_MS: '10000', ONCEFLOW_MESSAGES_URL: stack.sims.downstream.url }),
+        operations: createRegistry(),
+        providers: new Map([['slow', slow]]),
+        prices: new Map([['slow', new Map([['sim-small', SIM_PRICES.small]])]]),
+        routeFor: () => [],
+      }),
+    );
+    const job = (await submitReply(stack, { message: 'zombie off contract' })).json();
+    const a = await opened(stack, job.id, 'slow', 'sim-small');
+    const zombie = new MockActivityEnvironment().run(activities.callProvider, a.id);
+    await wasCalled;
+    await markAttemptUnknown(stack.db.pool, a.id, { class: 'worker_lost', detail: 'Temporal gave up on the activity' });
+    await resolveAttempt(stack.db.pool, { jobId: job.id, attemptId: a.id, outcome: 'failed', reason: 'presumed lost', by: 'ops' });
+    await cancelJob(stack.db.pool, job.id, { by: 'alice' });
+    const before = await settlementsOf(stack, job.id);
+
+    // Act
+    letAnswer();
+    await zombie;
+
+    // Assert: (100 * 0.15 + 50 * 0.60) / 1e6; the resolution stands.
+    const view = await readJob(stack, job.id);
+    expect(view.attempts[0]).toMatchObject({ status: 'failed', resolution: { by: 'ops' }, usage: { reported: true, inputTokens: 100, outputTokens: 50, cost: '0.000045' } });
+    expect(await adjustmentsOf(stack, job.id)).toEqual([expect.objectContaining({ attempt_id: a.id, provider_cost: '0.000045', billable: '0' })]);
+    expect(await settlementsOf(stack, job.id)).toEqual(before);
   });
 
   it('lets no second terminal path write another settlement: the primary key decides', async () => {
