@@ -73,7 +73,7 @@ export function createAnthropicProvider(options: AnthropicOptions): ProviderAdap
     }
   }
 
-  return { name, kind: 'anthropic', complete };
+  return { name, kind: 'anthropic', baseUrl: options.baseUrl ?? ANTHROPIC_BASE_URL, complete };
 }
 
 /**

@@ -80,7 +80,7 @@ export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions)
     }
   }
 
-  const adapter: ProviderAdapter = { name, kind: 'openai-compatible', complete };
+  const adapter: ProviderAdapter = { name, kind: 'openai-compatible', baseUrl: options.baseUrl, complete };
   if (!options.lookup) return adapter;
 
   const lookupTimeoutMs = options.lookupTimeoutMs ?? DEFAULT_LOOKUP_TIMEOUT_MS;

@@ -59,6 +59,8 @@ export type LookupResult =
 export interface ProviderAdapter {
   readonly name: string;
   readonly kind: 'openai-compatible' | 'anthropic';
+  /** Where requests go: a verification holds only for the endpoint it was made against. */
+  readonly baseUrl?: string;
   /**
    * One completion, one HTTP request, no retries.
    * @throws ProviderCallError with the failure's classification.
