@@ -50,6 +50,8 @@ export interface OnceflowConfig {
     publicUrl: string;
   } & ApiEdgeConfig;
   keys: ApiKeys;
+  /** Per-principal budgets per UTC day, checked when a new intent arrives (replays are always answered). */
+  budgets: BudgetConfig;
   attempts: {
     timeoutMs: number;
     heartbeatTimeoutMs: number;
@@ -88,6 +90,31 @@ export interface OnceflowConfig {
   workerMetricsPort: number;
   retentionDays: number;
   logLevel: string;
+}
+
+/** Daily budgets per principal; each unset one does not apply. */
+export interface BudgetConfig {
+  /** Billable amount per UTC day, as a decimal string, in `currency`. */
+  costPerDay?: string;
+  currency: string;
+  /** Input plus output tokens per UTC day. */
+  tokensPerDay?: number;
+}
+
+/** A non-negative decimal as a string, as prices are written. */
+const DECIMAL = /^(0|[1-9][0-9]{0,12})(\.[0-9]{1,12})?$/;
+
+function budgetConfig(env: NodeJS.ProcessEnv): BudgetConfig {
+  const cost = env.ONCEFLOW_BUDGET_COST_PER_DAY;
+  if (cost !== undefined && cost !== '' && !DECIMAL.test(cost)) throw new ConfigError(`ONCEFLOW_BUDGET_COST_PER_DAY=${cost} must be a decimal, e.g. 5.00`);
+  const currency = env.ONCEFLOW_BUDGET_CURRENCY || 'USD';
+  if (!/^[A-Z]{3}$/.test(currency)) throw new ConfigError(`ONCEFLOW_BUDGET_CURRENCY=${currency} must be an ISO 4217 code, e.g. USD`);
+  const tokens = env.ONCEFLOW_BUDGET_TOKENS_PER_DAY;
+  return {
+    currency,
+    ...(cost ? { costPerDay: cost } : {}),
+    ...(tokens ? { tokensPerDay: int(env, 'ONCEFLOW_BUDGET_TOKENS_PER_DAY', 0, 1) } : {}),
+  };
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
@@ -154,6 +181,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): OnceflowConfig
       ...apiEdgeConfig(env),
     },
     keys: parseApiKeys(env.ONCEFLOW_API_KEYS, env.ONCEFLOW_OPERATOR_KEYS),
+    budgets: budgetConfig(env),
     attempts: {
       timeoutMs: int(env, 'ONCEFLOW_ATTEMPT_TIMEOUT_MS', 30_000, 100),
       heartbeatTimeoutMs: int(env, 'ONCEFLOW_HEARTBEAT_TIMEOUT_MS', 10_000, 500),

@@ -2,12 +2,14 @@ import { Context } from '@temporalio/activity';
 import { checkOutput } from '../contracts/output';
 import { checkRender } from '../contracts/render-check';
 import { isTerminal } from '../jobs/status';
-import { AttemptStatus, commitAndClaim, type CommitOutcome, failAttempt, getAttempt, getAttemptToSend, markAttemptRunning, markAttemptUnknown, noteEvidence, type AttemptRecord } from '../ledger/attempts';
+import { AttemptStatus, commitAndClaim, type CommitOutcome, failAttempt, getAttempt, getAttemptToSend, markAttemptRunning, markAttemptUnknown, noteEvidence, recordLateUsage, type AttemptRecord } from '../ledger/attempts';
 import type { EffectRecord } from '../ledger/effects';
 import type { EffectCall } from '../effects/runner';
 import { listEffects } from '../ledger/effects';
 import { getJob } from '../ledger/jobs';
 import { ProviderCallError, type CallFailure } from '../providers/types';
+import type { ProviderUsage } from '../providers/usage';
+import type { AttemptUsage } from '../ledger/usage';
 import type { AttemptReport } from '../temporal/contract';
 import type { ActivityDeps } from './deps';
 import { effectCallOfThisActivity } from './effect-call';
@@ -28,6 +30,24 @@ function startHeartbeat(heartbeatTimeoutMs: number): () => void {
 export function createAttemptActivities(deps: ActivityDeps) {
   const { db, metrics } = deps;
   const clock = deps.clock ?? { now: () => new Date() };
+
+  /** The provider's usage with the route model's price, ready for the ledger; null when the provider reported none. */
+  function usageOf(attempt: AttemptRecord, reported: ProviderUsage | undefined, latencyMs?: number): AttemptUsage | null {
+    if (!reported) return null;
+    const price = deps.prices?.get(attempt.provider)?.get(attempt.model);
+    return { ...reported, ...(latencyMs === undefined ? {} : { latencyMs }), ...(price ? { price } : {}) };
+  }
+
+  /** Counts what an attempt consumed, once the ledger has recorded it (the cost as the database computed it). */
+  async function meterUsage(attemptId: string): Promise<void> {
+    const attempt = await getAttempt(db, attemptId);
+    const usage = attempt?.usage;
+    if (!attempt || !usage) return;
+    const labels = { operation: attempt.operation, provider: attempt.provider, model: attempt.model };
+    metrics.attemptTokens.inc({ ...labels, direction: 'input' }, usage.inputTokens);
+    metrics.attemptTokens.inc({ ...labels, direction: 'output' }, usage.outputTokens);
+    if (usage.cost !== null && usage.currency !== null) metrics.attemptCost.inc({ ...labels, currency: usage.currency }, Number(usage.cost));
+  }
 
   /** Where an attempt and its job stand now; with the effects left to run when this attempt won. */
   async function reportOf(attemptId: string): Promise<AttemptReport> {
@@ -53,6 +73,7 @@ export function createAttemptActivities(deps: ActivityDeps) {
     attempt: AttemptRecord,
     from: AttemptStatus,
     content: string,
+    usage: AttemptUsage | null,
     claimFor?: EffectCall,
   ): Promise<{ outcome: CommitOutcome | 'violation'; output?: Record<string, unknown>; claimed?: EffectRecord }> {
     const operation = deps.operations.get(attempt.operation);
@@ -64,14 +85,19 @@ export function createAttemptActivities(deps: ActivityDeps) {
         class: 'contract_violation',
         detail: check.violations.join('; '),
         evidence: { violations: check.violations, output: check.excerpt },
+        usage,
       });
+      // An attempt that had already ended keeps its status, but what its answer cost is still recorded.
+      const lateUsage = !failed && usage ? await recordLateUsage(db, attempt.id, usage) : false;
+      if ((failed || lateUsage) && usage) await meterUsage(attempt.id);
       if (failed) metrics.attemptOutcomes.inc({ operation: attempt.operation, provider: attempt.provider, status: 'failed', class: 'contract_violation' });
       return { outcome: 'violation' };
     }
     // With effects to run, the job is not done yet: its result waits for their receipts.
     const first = operation.effects?.[0];
     const claim = first && claimFor ? { name: first, owner: claimFor.owner, leaseMs: deps.effectTimeoutMs } : undefined;
-    const { outcome, claimed } = await commitAndClaim(db, attempt, check.output, { terminal: !first, ...(claim ? { claim } : {}) });
+    const { outcome, claimed, usageRecorded } = await commitAndClaim(db, attempt, check.output, { terminal: !first, ...(claim ? { claim } : {}), ...(usage ? { usage } : {}) });
+    if (usageRecorded) await meterUsage(attempt.id);
     if (outcome !== 'succeeded') metrics.lateResultsDiscarded.inc({ operation: attempt.operation, provider: attempt.provider });
     metrics.attemptOutcomes.inc({ operation: attempt.operation, provider: attempt.provider, status: outcome, class: '' });
     return { outcome, output: check.output as Record<string, unknown>, ...(claimed ? { claimed } : {}) };
@@ -123,6 +149,7 @@ export function createAttemptActivities(deps: ActivityDeps) {
     // From here on the request may be sent: the ledger says so first (a CAS on `starting`).
     if (!(await markAttemptRunning(db, attempt.id))) return reportOf(attempt.id);
     let answer;
+    const sentAtMs = clock.now().getTime();
     try {
       answer = await provider.complete({
         model: attempt.model,
@@ -141,7 +168,8 @@ export function createAttemptActivities(deps: ActivityDeps) {
     // A ledger error from here on fails this activity; the ledger then finds the attempt running and makes it unknown.
     // The winner's effects get a lease's worth of this execution: what does not fit, the workflow's effect steps carry on.
     const call = { ...effectCallOfThisActivity(), deadlineMs: Date.now() + deps.effectTimeoutMs };
-    const settled = await settleAnswer(attempt, AttemptStatus.running, answer.content, call);
+    const usage = usageOf(attempt, answer.usage, clock.now().getTime() - sentAtMs);
+    const settled = await settleAnswer(attempt, AttemptStatus.running, answer.content, usage, call);
     if (settled.outcome !== 'succeeded') return reportOf(attempt.id);
     if (!operation.effects?.length) return { status: 'succeeded', jobTerminal: true, jobStatus: 'succeeded' };
     const ended = settled.claimed ? await performEffectsOfWinner(attempt, input, settled.output!, settled.claimed, call) : undefined;
@@ -226,7 +254,7 @@ export function createAttemptActivities(deps: ActivityDeps) {
       }
       await noteEvidence(db, attemptId, { lookup: { at: clock.now().toISOString(), found: true, status: 'completed' } });
       // The workflow's effect steps run the winner's effects.
-      await settleAnswer(attempt, AttemptStatus.unknown, found.content);
+      await settleAnswer(attempt, AttemptStatus.unknown, found.content, usageOf(attempt, found.usage));
       const report = await reportOf(attemptId);
       metrics.attemptsResolved.inc({ operation, via: 'provider_lookup', outcome: report.status });
       return report;

@@ -3,6 +3,7 @@ import type { GateSettings } from '../contracts/eligibility';
 import type { EffectRunner } from '../effects/runner';
 import type { Metrics } from '../metrics/metrics';
 import type { OperationRegistry } from '../operations/registry';
+import type { PriceTable } from '../providers/config';
 import type { ProviderAdapter } from '../providers/types';
 import type { RouteStep } from '../temporal/contract';
 import type { WorkflowTarget } from '../temporal/starter';
@@ -32,6 +33,8 @@ export interface ActivityDeps {
   metrics: Metrics;
   operations: OperationRegistry;
   providers: ReadonlyMap<string, ProviderAdapter>;
+  /** Prices by provider and model; an attempt of a model without a price records its tokens and no cost. */
+  prices?: PriceTable;
   /** The provider route of an operation, in failover order. */
   routeFor(operation: string): RouteStep[];
   attempts: AttemptSettings;

@@ -72,7 +72,7 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
     for (let offset = 0; offset < route.length; offset++) {
       const index = (lastIndex + 1 + offset) % route.length;
       const step = route[index]!;
-      const verdict = await eligibility(tx, operation, step, index === 0 ? 'primary' : 'fallback', deps.gate, clock.now());
+      const verdict = await eligibility(tx, operation, step, index === 0 ? 'primary' : 'fallback', deps.gate, clock.now(), deps.providers.get(step.provider)?.baseUrl);
       if (verdict.eligible) return { step, skipped };
       skipped.push({ ...step, reason: verdict.reason, detail: verdict.detail });
     }

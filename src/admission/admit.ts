@@ -5,10 +5,13 @@ import { startOrAttachJobWorkflow, type WorkflowTarget } from '../temporal/start
 import { requestDigest } from '../jobs/digest';
 import { jobWorkflowId, type JobScope } from '../jobs/scope';
 import { isTerminal } from '../jobs/status';
+import type { BillingPolicy } from '../operations/define';
 
 export interface Intent extends JobScope {
   schemaVersion: number;
   input: Record<string, unknown>;
+  /** The operation's billing policy when the intent arrives: the job is billed by it. */
+  billing?: BillingPolicy;
 }
 
 export interface Admission {
@@ -33,11 +36,14 @@ export class WorkflowStartError extends Error {
  * alone (invariant 9).
  * @throws IdempotencyKeyReusedError on another digest.
  * @throws WorkflowStartError when Temporal cannot be reached.
+ * @throws whatever `beforeNewJob` throws, before anything is written.
  */
-export async function admit(db: Pool, workflows: WorkflowTarget, intent: Intent): Promise<Admission> {
+export async function admit(db: Pool, workflows: WorkflowTarget, intent: Intent, opts: { beforeNewJob?: () => Promise<void> } = {}): Promise<Admission> {
   const digest = requestDigest(intent.operation, intent.schemaVersion, intent.input);
   let details = await loadJobDetailsByScope(db, intent);
   let created = false;
+  // Only a new intent is checked (budgets): a replay of an existing key is always answered.
+  if (!details) await opts.beforeNewJob?.();
   while (!details) {
     const admitted = await admitJob(db, { ...intent, requestDigest: digest, workflowId: jobWorkflowId(intent) });
     created = admitted.created;

@@ -10,6 +10,7 @@ import { ProblemError, ProblemType } from './problems';
 import { JobPageSchema, JobSchema, ProblemSchema } from './schemas';
 import { ALWAYS_POSSIBLE, finishDocument, problemResponse } from './openapi';
 import { registerServiceRoutes } from './service-routes';
+import { registerUsageRoutes } from './usage-routes';
 import { installEdgeGuards } from './edge-guards';
 import { AuthThrottle } from './auth-throttle';
 import { DatabaseKeys } from './database-keys';
@@ -167,6 +168,7 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
     await registerJobRoutes(v1, deps);
     await registerJobCommandRoutes(v1, deps);
     await registerProviderRoutes(v1, deps);
+    await registerUsageRoutes(v1, deps);
   }, { prefix: '/v1' });
   await registerServiceRoutes(app, deps);
   return app;

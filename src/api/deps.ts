@@ -10,7 +10,8 @@ import type { JobWaiter } from './job-waiter';
 
 /** Everything the API's routes depend on, passed in: nothing is a module-level singleton. */
 export interface ApiDeps {
-  config: Pick<OnceflowConfig, 'api' | 'keys' | 'temporal' | 'logLevel' | 'contracts' | 'attempts'>;
+  /** Without budgets, no daily budget applies. */
+  config: Pick<OnceflowConfig, 'api' | 'keys' | 'temporal' | 'logLevel' | 'contracts' | 'attempts'> & Partial<Pick<OnceflowConfig, 'budgets'>>;
   db: Pool;
   workflows: WorkflowTarget;
   operations: OperationRegistry;

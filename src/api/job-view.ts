@@ -9,7 +9,7 @@ export interface ViewContext {
 }
 
 /** The API's shape of a job (API.md, "The job"). */
-export function renderJob({ job, details }: JobDetails, context: ViewContext): JobView {
+export function renderJob({ job, details, settlement }: JobDetails, context: ViewContext): JobView {
   return {
     id: job.id,
     operation: job.operation,
@@ -22,6 +22,7 @@ export function renderJob({ job, details }: JobDetails, context: ViewContext): J
     attempts: details.attempts as JobView['attempts'],
     effects: details.effects as JobView['effects'],
     events: details.events,
+    ...(settlement ? { settlement: settlement as JobView['settlement'] } : {}),
     workflowId: job.workflowId,
     createdAt: job.createdAt.toISOString(),
     updatedAt: job.updatedAt.toISOString(),

@@ -4,6 +4,7 @@ import { admit, WorkflowStartError } from '../admission/admit';
 import { isTerminal } from '../jobs/status';
 import { loadJobDetailsById, loadJobDetailsByScope, type JobDetails } from '../ledger/job-details';
 import { getJob, IdempotencyKeyReusedError, type JobRecord } from '../ledger/jobs';
+import { spentBudget, utcDay } from '../ledger/budgets';
 import type { ApiDeps } from './deps';
 import type { Principal } from './auth';
 import { renderJob, renderJobSummary } from './job-view';
@@ -86,6 +87,26 @@ export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps): Pr
     return (await loadJobDetailsById(db, id)) ?? details;
   }
 
+  /**
+   * A new intent of a principal past a daily budget is refused until the UTC day ends.
+   * @throws ProblemError 429 budget-exhausted with Retry-After and resetsAt.
+   */
+  async function refuseOverBudget(principalId: string): Promise<void> {
+    const budgets = deps.config.budgets;
+    if (!budgets) return;
+    const now = new Date();
+    const day = utcDay(now);
+    const spent = await spentBudget(db, principalId, budgets, day.start);
+    if (!spent) return;
+    const seconds = Math.max(1, Math.ceil((day.next.getTime() - now.getTime()) / 1000));
+    const limit = spent === 'cost' ? `${budgets.costPerDay} ${budgets.currency}` : `${budgets.tokensPerDay} tokens`;
+    throw new ProblemError(429, ProblemType.budgetExhausted, 'Budget exhausted', `the daily ${spent} budget (${limit}) of this principal is used up; new intents are accepted again at ${day.next.toISOString()}; replays of existing keys are answered`, {
+      budget: spent,
+      resetsAt: day.next.toISOString(),
+      headers: { 'retry-after': String(seconds) },
+    });
+  }
+
   const submitted = (description: string, replayed: boolean) =>
     jsonResponse({ $ref: 'Job#' }, description, {
       Location: ResponseHeaders.location,
@@ -149,7 +170,8 @@ export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps): Pr
           idempotencyKey,
           schemaVersion,
           input,
-        });
+          ...(operation.billing ? { billing: operation.billing } : {}),
+        }, { beforeNewJob: () => refuseOverBudget(principal.id) });
       } catch (err) {
         if (err instanceof IdempotencyKeyReusedError) {
           metrics.idempotencyConflicts.inc({ operation: operation.name });

@@ -20,6 +20,7 @@ export const ProblemType = {
   payloadTooLarge: 'payload-too-large',
   unsupportedMediaType: 'unsupported-media-type',
   rateLimited: 'rate-limited',
+  budgetExhausted: 'budget-exhausted',
   unavailable: 'service-unavailable',
   internal: 'internal',
   badRequest: 'bad-request',

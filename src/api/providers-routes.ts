@@ -103,7 +103,7 @@ export async function registerProviderRoutes(app: FastifyInstance, deps: ApiDeps
         const route = contracts.routeFor(operation.name);
         for (const [index, step] of route.entries()) {
           const role = index === 0 ? 'primary' : 'fallback';
-          const verdict = await eligibility(db, operation, step, role, contracts.gate);
+          const verdict = await eligibility(db, operation, step, role, contracts.gate, new Date(), contracts.providers.get(step.provider)?.baseUrl);
           const latest = await latestVerification(db, { operation: operation.name, provider: step.provider, model: step.model });
           const entry = byProvider.get(step.provider) ?? { name: step.provider, kind: 'not configured', routes: [] };
           byProvider.set(step.provider, entry);

@@ -55,6 +55,72 @@ export const ProblemSchema = Type.Object(
 
 const Resolution = Type.Object({ outcome: Type.String(), reason: Type.String(), by: Type.String(), at: Timestamp }, { additionalProperties: true });
 
+/** Money as an exact decimal string: never a JSON number, which clients would read as floating point. */
+const Money = (description: string) => Type.String({ pattern: '^[0-9]+(\\.[0-9]+)?$', description, examples: ['0.000123'] });
+const Currency = Type.String({ pattern: '^[A-Z]{3}$', description: 'ISO 4217', examples: ['USD'] });
+const TokenCount = (description: string) => Type.Integer({ minimum: 0, description });
+
+export const UsageSchema = Type.Object(
+  {
+    reported: Type.Boolean({ description: 'false while the usage is not known (an unknown attempt, a provider that reported none); zeros mean nothing was consumed' }),
+    inputTokens: Type.Optional(TokenCount('every input token, cached ones included')),
+    outputTokens: Type.Optional(TokenCount('output tokens')),
+    cachedTokens: Type.Optional(TokenCount('the input tokens served from the prompt cache, where the provider says')),
+    model: Type.Optional(Type.String({ description: 'the model the provider says answered' })),
+    providerRequestId: Type.Optional(Type.String({ description: "the provider's id of its response" })),
+    latencyMs: Type.Optional(Type.Integer({ minimum: 0 })),
+    cost: Type.Optional(Money('by the price table; absent when the model has no price')),
+    currency: Type.Optional(Currency),
+  },
+  { description: "what the attempt consumed, as the provider reported it; present on attempts recorded since metering began" },
+);
+
+const SettledAttempt = Type.Object(
+  {
+    attemptId: Uuid('attempt id'),
+    seq: Type.Integer({ minimum: 1 }),
+    provider: Type.String(),
+    model: Type.String(),
+    status: Type.String(),
+    reported: Type.Boolean(),
+    winner: Type.Boolean(),
+    cost: Type.Optional(Money('the attempt\'s cost when the job was settled')),
+    currency: Type.Optional(Currency),
+  },
+  { additionalProperties: false },
+);
+
+const Adjustment = Type.Object(
+  {
+    attemptId: Uuid('the attempt whose usage arrived after settlement'),
+    reason: Type.String({ examples: ['late_usage'] }),
+    currency: Type.Optional(Currency),
+    providerCost: Money('what the late fact adds to the provider cost'),
+    billable: Money('what it adds to the billable amount (only under billing all-attempts)'),
+    inputTokens: TokenCount('input tokens it adds'),
+    outputTokens: TokenCount('output tokens it adds'),
+    at: Timestamp,
+  },
+  { additionalProperties: false },
+);
+
+export const SettlementSchema = Type.Object(
+  {
+    jobStatus: StringEnum(['succeeded', 'failed', 'cancelled']),
+    billing: StringEnum(['winner', 'all_attempts']),
+    currency: Type.Optional(Currency),
+    providerCost: Money('what Onceflow paid the providers for every attempt priced in the settlement currency'),
+    billable: Money('what the principal is billed under the billing policy'),
+    inputTokens: TokenCount('input tokens of every attempt whose usage was known'),
+    outputTokens: TokenCount('output tokens of every attempt whose usage was known'),
+    attemptsUnpriced: Type.Integer({ minimum: 0, description: 'attempts whose cost was not known at settlement (not added in; a later report is an adjustment)' }),
+    attempts: Type.Array(SettledAttempt),
+    settledAt: Timestamp,
+    adjustments: Type.Array(Adjustment, { description: 'facts learned after settlement, each its own row; the settlement itself never changes' }),
+  },
+  { additionalProperties: false, description: "the job's one bill, written with its terminal state (invariant 13)" },
+);
+
 export const AttemptSchema = Type.Object({
   id: Uuid('attempt id'),
   seq: Type.Integer({ minimum: 1 }),
@@ -66,6 +132,7 @@ export const AttemptSchema = Type.Object({
   error: Type.Optional(Type.Object({ class: Type.String(), detail: Type.String() }, { additionalProperties: true })),
   evidence: Type.Optional(OpenObject('what the provider answered, kept when it broke the contract (2 KiB at most)')),
   resolution: Type.Optional(Resolution),
+  usage: Type.Optional(UsageSchema),
 });
 
 export const EffectSchema = Type.Object({
@@ -100,6 +167,7 @@ export const JobSchema = Type.Object(
     attempts: Type.Array(AttemptSchema),
     effects: Type.Array(EffectSchema),
     events: Type.Array(EventSchema),
+    settlement: Type.Optional(SettlementSchema),
     workflowId: Type.String(),
     createdAt: Timestamp,
     updatedAt: Timestamp,
@@ -126,10 +194,24 @@ export const JobSchema = Type.Object(
             status: 'succeeded',
             startedAt: '2026-01-01T12:00:00.000Z',
             endedAt: '2026-01-01T12:00:01.000Z',
+            usage: { reported: true, inputTokens: 61, outputTokens: 24, cachedTokens: 0, model: 'sim-small', providerRequestId: 'chatcmpl-1', latencyMs: 412, cost: '0.00002355', currency: 'USD' },
           },
         ],
         effects: [{ name: 'message.send', key: 'onceflow-0b5c2f1e-8d7a-4c39-9e61-2f4a7d3b9c10-message.send', status: 'succeeded', receipt: { messageId: 'msg-1' }, owners: 1, updatedAt: '2026-01-01T12:00:01.500Z' }],
         events: [{ type: 'job.created', at: '2026-01-01T12:00:00.000Z', detail: {} }],
+        settlement: {
+          jobStatus: 'succeeded',
+          billing: 'winner',
+          currency: 'USD',
+          providerCost: '0.00002355',
+          billable: '0.00002355',
+          inputTokens: 61,
+          outputTokens: 24,
+          attemptsUnpriced: 0,
+          attempts: [{ attemptId: '7a1d3e52-46c9-4b8e-a0f7-1c2d3e4f5a6b', seq: 1, provider: 'sim-primary', model: 'sim-small', status: 'succeeded', reported: true, winner: true, cost: '0.00002355', currency: 'USD' }],
+          settledAt: '2026-01-01T12:00:01.600Z',
+          adjustments: [],
+        },
         workflowId: 'job-support.reply-Q2xpY2sgb25jZQ',
         createdAt: '2026-01-01T12:00:00.000Z',
         updatedAt: '2026-01-01T12:00:01.600Z',
@@ -301,3 +383,38 @@ declare module 'fastify' {
     problems?: number[];
   }
 }
+
+export const UsageQuerySchema = Type.Object(
+  {
+    from: Type.String({ format: 'date-time', description: 'settled at or after this instant (RFC 3339)', examples: ['2026-01-01T00:00:00Z'] }),
+    to: Type.String({ format: 'date-time', description: 'settled before this instant (RFC 3339); must be after from', examples: ['2026-02-01T00:00:00Z'] }),
+    groupBy: Type.Optional(StringEnum(['operation', 'day'], { description: 'one line per operation (default) or per UTC day, and per currency' })),
+    principal: Type.Optional(Text({ minLength: 1, maxLength: 255, description: "operators only: whose usage; a tenant key always reads its own (any other value is a 403)", examples: ['alice'] })),
+  },
+  { additionalProperties: false },
+);
+
+export const UsageReportSchema = Type.Object(
+  {
+    principal: Type.String(),
+    from: Timestamp,
+    to: Timestamp,
+    groupBy: StringEnum(['operation', 'day']),
+    lines: Type.Array(
+      Type.Object(
+        {
+          key: Type.String({ description: 'the operation, or the UTC day (YYYY-MM-DD)' }),
+          currency: Type.Union([Currency, Type.Null()], { description: 'null for jobs with nothing priced (e.g. cancelled before any attempt)' }),
+          jobs: Type.Integer({ minimum: 0 }),
+          inputTokens: TokenCount('input tokens of the settled jobs'),
+          outputTokens: TokenCount('output tokens of the settled jobs'),
+          providerCost: Money('what the providers were paid'),
+          billable: Money('what the principal is billed'),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false, description: "a principal's totals from its settlements (one bill per job); adjustments are shown on each job" },
+);
+export type UsageReportView = Static<typeof UsageReportSchema>;

@@ -21,6 +21,7 @@ export type Eligibility = { eligible: true; detail: string } | { eligible: false
  * fallback needs a passing verification for the operation's current schema
  * version and prompt-template hash, younger than the configured age. A demoted
  * provider comes back only with a verification newer than its last violation.
+ * A verification made against another base URL than `endpoint` is stale.
  */
 export async function eligibility(
   db: Queryable,
@@ -29,6 +30,8 @@ export async function eligibility(
   role: 'primary' | 'fallback',
   settings: GateSettings,
   now: Date = new Date(),
+  /** The provider's base URL now; a verification made against another one is stale. */
+  endpoint?: string,
 ): Promise<Eligibility> {
   const key = { operation: operation.name, schemaVersion: operation.schemaVersion, templateHash: templateHash(operation), provider: step.provider, model: step.model };
   const runtime = await runtimeRecord(db, key, settings.demotion.window);
@@ -64,5 +67,15 @@ export async function eligibility(
   if (ageMs > settings.maxAgeMs) {
     return { eligible: false, reason: 'stale', detail: `verified ${Math.round(ageMs / 3_600_000)} h ago; the limit is ${Math.round(settings.maxAgeMs / 3_600_000)} h` };
   }
+  const verifiedAgainst = verifiedEndpoint(current.evidence);
+  if (endpoint !== undefined && verifiedAgainst !== undefined && verifiedAgainst !== endpoint) {
+    return { eligible: false, reason: 'stale', detail: `verified against ${verifiedAgainst}; the provider now points at ${endpoint}` };
+  }
   return { eligible: true, detail: `verified at ${current.verifiedAt.toISOString()}` };
+}
+
+/** The base URL a verification was made against (verifications made before it was recorded have none). */
+function verifiedEndpoint(evidence: Record<string, unknown>): string | undefined {
+  const config = evidence.config as { baseUrl?: unknown } | undefined;
+  return typeof config?.baseUrl === 'string' ? config.baseUrl : undefined;
 }

@@ -7,6 +7,7 @@ import { ProviderCallError, type ProviderAdapter } from '../providers/types';
 import type { RouteStep } from '../temporal/contract';
 import { checkOutput, excerpt } from './output';
 import { checkRender } from './render-check';
+import { ONCEFLOW_VERSION } from '../version';
 
 export interface VerifyDeps {
   db: Pool;
@@ -40,12 +41,17 @@ export async function verifyProvider(deps: VerifyDeps, operation: RegisteredOper
     const samples = [];
     if (render.ok && provider) {
       for (let sample = 0; sample < options.samples; sample++) {
+        // Each probe keeps what a job's attempt would: its request id, route, terminal state and usage.
+        const requestId = `verify-${randomUUID()}`;
+        const probe = { requestId, route: { provider: step.provider, model: step.model } };
         try {
-          const answer = await provider.complete({ model: step.model, messages: render.messages!, requestId: `verify-${randomUUID()}`, timeoutMs: options.timeoutMs, temperature: 0 });
+          const answer = await provider.complete({ model: step.model, messages: render.messages!, requestId, timeoutMs: options.timeoutMs, temperature: 0 });
           const check = checkOutput(operation, answer.content);
-          samples.push(check.ok ? { ok: true } : { ok: false, violations: check.violations, output: check.excerpt });
+          const usage = answer.usage ? { usage: answer.usage } : {};
+          samples.push(check.ok ? { ok: true, ...probe, outcome: 'succeeded', ...usage } : { ok: false, ...probe, outcome: 'contract_violation', ...usage, violations: check.violations, output: check.excerpt });
         } catch (err) {
-          samples.push({ ok: false, error: err instanceof ProviderCallError ? `${err.failure.outcome} (${err.failure.class}): ${err.failure.detail}` : excerpt(String((err as Error).message), 500) });
+          const outcome = err instanceof ProviderCallError ? `${err.failure.outcome}:${err.failure.class}` : 'unknown:error';
+          samples.push({ ok: false, ...probe, outcome, error: err instanceof ProviderCallError ? `${err.failure.outcome} (${err.failure.class}): ${err.failure.detail}` : excerpt(String((err as Error).message), 500) });
         }
       }
     }
@@ -53,15 +59,18 @@ export async function verifyProvider(deps: VerifyDeps, operation: RegisteredOper
     passed &&= fixturePassed;
     results.push({ name: fixture.name, passed: fixturePassed, render: { ok: render.ok, promptTokens: render.promptTokens, budgetTokens: render.budgetTokens, problems: render.problems }, samples });
   }
+  const hash = templateHashValue || checkRender(operation, step.model, {}).templateHash;
+  // The configuration this verification holds for: re-pointing the provider makes it stale (eligibility).
+  const config = { ...(provider?.baseUrl ? { baseUrl: provider.baseUrl } : {}), model: step.model, templateHash: hash, schemaVersion: operation.schemaVersion, onceflowVersion: ONCEFLOW_VERSION };
   return recordVerification(deps.db, {
     operation: operation.name,
     schemaVersion: operation.schemaVersion,
-    templateHash: templateHashValue || checkRender(operation, step.model, {}).templateHash,
+    templateHash: hash,
     provider: step.provider,
     model: step.model,
     passed,
     samples: options.samples,
-    evidence: { fixtures: results, ...(provider ? {} : { error: `provider ${step.provider} is not configured` }), ...(fixtures.length ? {} : { error: 'the operation has no probe fixtures' }) },
+    evidence: { config, fixtures: results, ...(provider ? {} : { error: `provider ${step.provider} is not configured` }), ...(fixtures.length ? {} : { error: 'the operation has no probe fixtures' }) },
   });
 }
 

@@ -4,6 +4,7 @@ import { inTransaction } from '../db/pool';
 import { claimEffectLocked, type EffectRecord } from './effects';
 import { appendEvent, JobEventType } from './events';
 import type { Queryable } from './queryable';
+import { NOTHING_SENT, recordUsageLocked, type AttemptUsage } from './usage';
 
 /** An attempt's statuses, written once; the type derives from the values. */
 export const AttemptStatus = {
@@ -42,6 +43,18 @@ export interface AttemptRecord {
   errorDetail: string | null;
   evidence: Record<string, unknown> | null;
   resolution: AttemptResolution | null;
+  /** What it consumed; null while not known. */
+  usage: RecordedUsage | null;
+}
+
+/** An attempt's usage as the ledger holds it: counts as numbers, money as a decimal string. */
+export interface RecordedUsage {
+  inputTokens: number;
+  outputTokens: number;
+  cachedTokens: number | null;
+  model: string | null;
+  cost: string | null;
+  currency: string | null;
 }
 
 interface AttemptRow {
@@ -59,6 +72,25 @@ interface AttemptRow {
   error_detail: string | null;
   evidence: Record<string, unknown> | null;
   resolution: AttemptResolution | null;
+  usage_reported: boolean;
+  input_tokens: string | null;
+  output_tokens: string | null;
+  cached_tokens: string | null;
+  model_used: string | null;
+  cost: string | null;
+  cost_currency: string | null;
+}
+
+function toUsage(row: AttemptRow): RecordedUsage | null {
+  if (!row.usage_reported) return null;
+  return {
+    inputTokens: Number(row.input_tokens),
+    outputTokens: Number(row.output_tokens),
+    cachedTokens: row.cached_tokens === null ? null : Number(row.cached_tokens),
+    model: row.model_used,
+    cost: row.cost,
+    currency: row.cost_currency,
+  };
 }
 
 function toAttempt(row: AttemptRow): AttemptRecord {
@@ -77,6 +109,7 @@ function toAttempt(row: AttemptRow): AttemptRecord {
     errorDetail: row.error_detail,
     evidence: row.evidence,
     resolution: row.resolution,
+    usage: toUsage(row),
   };
 }
 
@@ -249,7 +282,7 @@ export type CommitOutcome = 'succeeded' | 'discarded' | 'late';
  * never rewritten). With `terminal`, the output is the job's result at once;
  * without (the operation has effects), it waits in jobs.output until they settle.
  */
-export async function commitAttemptResult(db: Pool, attemptId: string, output: unknown, opts: { terminal: boolean }): Promise<CommitOutcome> {
+export async function commitAttemptResult(db: Pool, attemptId: string, output: unknown, opts: { terminal: boolean; usage?: AttemptUsage }): Promise<CommitOutcome> {
   const attempt = await getAttempt(db, attemptId);
   if (!attempt) throw new AttemptNotFoundError(`attempt ${attemptId} is not in the ledger`);
   return (await commitAndClaim(db, attempt, output, opts)).outcome;
@@ -265,8 +298,8 @@ export async function commitAndClaim(
   db: Pool,
   attempt: Pick<AttemptRecord, 'id' | 'jobId' | 'jobVersion' | 'provider'>,
   output: unknown,
-  opts: { terminal: boolean; claim?: { name: string; owner: string; leaseMs: number } },
-): Promise<{ outcome: CommitOutcome; claimed?: EffectRecord }> {
+  opts: { terminal: boolean; claim?: { name: string; owner: string; leaseMs: number }; usage?: AttemptUsage },
+): Promise<{ outcome: CommitOutcome; claimed?: EffectRecord; usageRecorded?: boolean }> {
   return inTransaction(db, async (tx) => {
     // Invariant 5: one winner. Every change after which an attempt opened
     // earlier must not win bumps the version (another result, this attempt
@@ -295,8 +328,9 @@ export async function commitAndClaim(
         [attempt.id, attempt.jobId, attempt.provider, opts.terminal],
       );
       if (!rowCount) throw new Error(`attempt ${attempt.id} won the result slot while not live; the ledger is inconsistent`);
+      const usageRecorded = opts.usage ? await recordUsageLocked(tx, attempt.id, opts.usage) : false;
       const claimed = opts.claim && !opts.terminal ? await claimEffectLocked(tx, { jobId: attempt.jobId, ...opts.claim }) : undefined;
-      return { outcome: 'succeeded', ...(claimed ? { claimed } : {}) };
+      return { outcome: 'succeeded', usageRecorded, ...(claimed ? { claimed } : {}) };
     }
     const { rows } = await tx.query<{ completed_by: string | null; status: string }>('SELECT completed_by, status FROM jobs WHERE id = $1 FOR UPDATE', [attempt.jobId]);
     // This attempt's own answer, offered again (by its call and by a reconciliation): it has won already.
@@ -317,8 +351,10 @@ export async function commitAndClaim(
         JSON.stringify({ lateAnswer: { at: new Date().toISOString(), outputSha256, winner: race.winner } }),
       ]);
     }
+    // A discarded or late answer was paid for all the same: its usage is recorded (after settlement, as an adjustment).
+    const usageRecorded = opts.usage ? await recordUsageLocked(tx, attempt.id, opts.usage) : false;
     await appendEvent(tx, attempt.jobId, JobEventType.raceLost, { attemptId: attempt.id, provider: attempt.provider, jobStatus: rows[0]?.status, ...race });
-    return { outcome: discarded ? 'discarded' : 'late' };
+    return { outcome: discarded ? 'discarded' : 'late', usageRecorded };
   });
 }
 
@@ -326,6 +362,12 @@ export interface AttemptFailure {
   class: string;
   detail: string;
   evidence?: Record<string, unknown>;
+  /**
+   * What the attempt consumed. Default: nothing (NOTHING_SENT), for a request
+   * never sent or refused unexecuted; null when it was answered but the
+   * provider reported no usage.
+   */
+  usage?: AttemptUsage | null;
 }
 
 /**
@@ -351,6 +393,8 @@ export async function failAttemptLocked(tx: PoolClient, attemptId: string, from:
   );
   const row = rows[0];
   if (!row) return false;
+  const usage = failure.usage === undefined ? NOTHING_SENT : failure.usage;
+  if (usage) await recordUsageLocked(tx, attemptId, usage);
   // The slot's version moves on: a late answer of this attempt can no longer win (invariant 5).
   await tx.query(
     `UPDATE jobs SET version = version + 1, updated_at = now(),
@@ -401,6 +445,20 @@ export async function noteEvidence(db: Pool, attemptId: string, evidence: Record
   await inTransaction(db, async (tx) => {
     await lockJobThenAttempt(tx, attemptId);
     await tx.query(`UPDATE attempts SET evidence = COALESCE(evidence, '{}'::jsonb) || $2::jsonb WHERE id = $1`, [attemptId, JSON.stringify(evidence)]);
+  });
+}
+
+/**
+ * Records the usage of an answer whose attempt had already ended when it
+ * arrived (an operator resolved it, its job was cancelled): the answer was
+ * paid for, but the attempt's status stands (invariant 12). After settlement
+ * this becomes an adjustment row (migration 0009).
+ * @returns true when this call recorded it (false: usage already reported).
+ */
+export async function recordLateUsage(db: Pool, attemptId: string, usage: AttemptUsage): Promise<boolean> {
+  return inTransaction(db, async (tx) => {
+    await lockJobThenAttempt(tx, attemptId);
+    return recordUsageLocked(tx, attemptId, usage);
   });
 }
 

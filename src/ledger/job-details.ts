@@ -20,12 +20,14 @@ export interface DetailsDocument {
 export interface JobDetails {
   job: JobRecord;
   details: DetailsDocument;
+  /** The job's one bill with its adjustments (job_settlement in migration 0009); absent before the job is terminal. */
+  settlement?: Record<string, unknown>;
 }
 
-type DetailsRow = Parameters<typeof toJobRecord>[0] & { details: DetailsDocument };
+type DetailsRow = Parameters<typeof toJobRecord>[0] & { details: DetailsDocument; settlement: Record<string, unknown> | null };
 
 function toDetails(row: DetailsRow | undefined): JobDetails | undefined {
-  return row ? { job: toJobRecord(row), details: row.details } : undefined;
+  return row ? { job: toJobRecord(row), details: row.details, ...(row.settlement ? { settlement: row.settlement } : {}) } : undefined;
 }
 
 /** The details of a job just created: its one event is the created event written with it. */
@@ -40,7 +42,8 @@ export function newJobDetails(job: JobRecord): JobDetails {
  * The details document: stored on the row once the job is terminal (a
  * replay is one row), built from the child tables while it runs.
  */
-const DETAILS = `CASE WHEN terminal_at IS NULL THEN job_details(id) ELSE details END AS details`;
+const DETAILS = `CASE WHEN terminal_at IS NULL THEN job_details(id) ELSE details END AS details,
+  CASE WHEN terminal_at IS NULL THEN NULL ELSE job_settlement(id) END AS settlement`;
 
 /** A job and its details by id, or undefined. */
 export async function loadJobDetailsById(db: Queryable, id: string): Promise<JobDetails | undefined> {

@@ -2,6 +2,7 @@ import type { Pool } from 'pg';
 import { inTransaction } from '../db/pool';
 import { JobStatus } from '../jobs/status';
 import type { JobScope } from '../jobs/scope';
+import type { BillingPolicy } from '../operations/define';
 import { appendEvent, JobEventType } from './events';
 import type { Queryable } from './queryable';
 
@@ -79,6 +80,8 @@ export interface NewJob extends JobScope {
   schemaVersion: number;
   input: Record<string, unknown>;
   workflowId: string;
+  /** Default: the winner's cost. */
+  billing?: BillingPolicy;
 }
 
 /**
@@ -95,8 +98,8 @@ export async function admitJob(db: Pool, job: NewJob): Promise<{ job: JobRecord;
     // The created event is written by the same statement, only when the row was.
     const inserted = await db.query<JobRow>(
       `WITH inserted AS (
-         INSERT INTO jobs (principal_id, operation, idempotency_key, request_digest, schema_version, input, workflow_id)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)
+         INSERT INTO jobs (principal_id, operation, idempotency_key, request_digest, schema_version, input, workflow_id, billing)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
          ON CONFLICT (principal_id, operation, idempotency_key) DO NOTHING
          RETURNING ${JOB_COLUMNS}
        ), created AS (
@@ -104,7 +107,7 @@ export async function admitJob(db: Pool, job: NewJob): Promise<{ job: JobRecord;
          SELECT id, '${JobEventType.created}', jsonb_build_object('requestDigest', request_digest), created_at FROM inserted
        )
        SELECT * FROM inserted`,
-      [job.principalId, job.operation, job.idempotencyKey, job.requestDigest, job.schemaVersion, job.input, job.workflowId],
+      [job.principalId, job.operation, job.idempotencyKey, job.requestDigest, job.schemaVersion, job.input, job.workflowId, job.billing === 'all-attempts' ? 'all_attempts' : 'winner'],
     );
     if (inserted.rows[0]) return { job: toJobRecord(inserted.rows[0]), created: true };
     const existing = await findJobByScope(db, job);
@@ -210,7 +213,12 @@ export async function cancelJob(db: Pool, jobId: string, cancellation: { by: str
       const { rows } = await tx.query<{ terminal: boolean }>('SELECT terminal_at IS NOT NULL AS terminal FROM jobs WHERE id = $1', [jobId]);
       return rows[0]?.terminal === false ? 'effects_started' : 'terminal';
     }
-    await tx.query(`UPDATE attempts SET status = 'cancelled', ended_at = now() WHERE job_id = $1 AND status = 'starting'`, [jobId]);
+    // An attempt cancelled before it was sent consumed nothing: its zeros are written with it.
+    await tx.query(
+      `UPDATE attempts SET status = 'cancelled', ended_at = now(), usage_reported = true, input_tokens = 0, output_tokens = 0, cost = 0
+       WHERE job_id = $1 AND status = 'starting'`,
+      [jobId],
+    );
     await appendEvent(tx, jobId, JobEventType.cancelled, { by: cancellation.by, ...(cancellation.reason ? { reason: cancellation.reason } : {}) });
     return 'cancelled';
   });

@@ -28,6 +28,12 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     receiptsFound: counter('onceflow_effect_receipts_found_total', 'Receipts found by looking up the downstream by key', ['effect']),
     effectsNeedsReview: counter('onceflow_effects_needs_review_total', 'Effects that could be neither looked up nor safely repeated', ['effect']),
     workflowsRepaired: counter('onceflow_workflows_repaired_total', 'Open jobs found without a running workflow, whose workflow the sweeper started', ['operation']),
+    attemptTokens: counter('onceflow_attempt_tokens_total', 'Tokens attempts consumed, as providers reported them, by direction (input, output)', ['operation', 'provider', 'model', 'direction']),
+    attemptCost: counter(
+      'onceflow_attempt_cost_total',
+      'What attempts cost by the price table, per currency (the ledger holds the exact decimal; this is its float for dashboards)',
+      ['operation', 'provider', 'model', 'currency'],
+    ),
     downstreamFailures: counter('onceflow_downstream_failures_total', 'Downstream calls that failed, by class', ['effect', 'class']),
   };
 }

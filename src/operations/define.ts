@@ -24,6 +24,10 @@ export interface DeclaredResult {
  * and, where a declaration cannot say it, code: `businessChecks` (run after the
  * declared checks) and `finalize` (instead of `result`).
  */
+/** The billing policies an operation may declare (operations file: `billing`). */
+export const BillingPolicy = { winner: 'winner', allAttempts: 'all-attempts' } as const;
+export type BillingPolicy = (typeof BillingPolicy)[keyof typeof BillingPolicy];
+
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each operation has its own input and output types
 export interface OperationSpec<Input = any, Output = any> {
   name: string;
@@ -41,6 +45,8 @@ export interface OperationSpec<Input = any, Output = any> {
   probes?: Array<{ name: string; input: Input }>;
   /** Effect names, run in this order after the AI step. */
   effects?: string[];
+  /** What the principal is billed: the winning attempt's cost (default), or every attempt's. */
+  billing?: BillingPolicy;
   result?: DeclaredResult;
   finalize?(output: Output, receipts: Record<string, Record<string, unknown>>): unknown;
 }

@@ -256,6 +256,7 @@ function checkSpec(spec: OperationSpec, origin: { file: string; pointer: string 
     ...(businessChecks ? { businessChecks } : {}),
     ...(finalize ? { finalize } : {}),
     ...(spec.effects ? { effects: [...spec.effects] } : {}),
+    ...(spec.billing ? { billing: spec.billing } : {}),
     ...(spec.probes ? { probes: spec.probes } : {}),
   };
 }

@@ -1,3 +1,4 @@
+import type { BillingPolicy } from './define';
 import Ajv, { type AnySchema, type ErrorObject, type ValidateFunction } from 'ajv';
 
 /** A failing field: JSON pointer into the request body, and why. */
@@ -49,6 +50,8 @@ export interface OperationDefinition<Input = any, Output = any> {
   prompt: { system: string; user: string };
   /** Side effects run after the AI step, in order, each through the effect ledger. */
   effects?: string[];
+  /** What the principal is billed for a job; default: the winning attempt's cost. */
+  billing?: BillingPolicy;
   /**
    * The job's result from the winning output and the effects' receipts (by
    * effect name). Without it, the result is the output itself.

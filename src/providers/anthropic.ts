@@ -8,6 +8,7 @@ import type { MessageCreateParamsNonStreaming, MessageParam } from '@anthropic-a
 import { sdkTimeoutMs, startCallDeadline } from './call-deadline';
 import { PLACEHOLDER_API_KEY, requestIdHeaders } from './request-id';
 import { classifySdkError, type SdkErrorClasses } from './sdk-errors';
+import { anthropicUsage, answerOf } from './usage';
 import { ProviderCallError, type CompletionAnswer, type CompletionRequest, type ProviderAdapter } from './types';
 
 const ANTHROPIC_ERRORS: SdkErrorClasses = { APIError, APIConnectionError, APIConnectionTimeoutError, APIUserAbortError };
@@ -63,7 +64,7 @@ export function createAnthropicProvider(options: AnthropicOptions): ProviderAdap
         maxRetries: 0,
         headers: requestIdHeaders(request.requestId),
       });
-      return { content: messageText(raw), raw };
+      return answerOf(messageText(raw), raw, anthropicUsage(raw));
     } catch (error) {
       const failure = classifySdkError(error, ANTHROPIC_ERRORS, deadline, now());
       throw new ProviderCallError({ ...failure, detail: `${name}: ${failure.detail}` }, { cause: error });
@@ -72,7 +73,7 @@ export function createAnthropicProvider(options: AnthropicOptions): ProviderAdap
     }
   }
 
-  return { name, kind: 'anthropic', complete };
+  return { name, kind: 'anthropic', baseUrl: options.baseUrl ?? ANTHROPIC_BASE_URL, complete };
 }
 
 /**

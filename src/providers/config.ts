@@ -19,6 +19,9 @@
  *     defaultModel: sim-small        # optional: the model used when an operation has no
  *                                    # route here and falls back to its built-in provider list
  *     maxTokens: 1024                # optional, anthropic only: default max_tokens
+ *     prices:                        # per model, per million tokens, as decimal strings;
+ *       sim-small: { inputPerMillion: "0.15", outputPerMillion: "0.60", currency: USD }
+ *                                    # every model a route uses needs one; one currency per file
  * routes:                            # optional; per operation, in failover order
  *   support.reply:
  *     - { provider: sim-primary, model: sim-small }
@@ -51,7 +54,23 @@ export interface ProviderSettings {
   readonly lookup: boolean;
   readonly defaultModel?: string;
   readonly maxTokens?: number;
+  /** Per model: what a million tokens cost. */
+  readonly prices: ReadonlyMap<string, ModelPrice>;
 }
+
+/**
+ * A model's price per million tokens. Amounts stay decimal strings from the
+ * file to the database, where cost is computed as numeric: money is never a float.
+ */
+export interface ModelPrice {
+  readonly inputPerMillion: string;
+  readonly outputPerMillion: string;
+  /** ISO 4217, e.g. USD. */
+  readonly currency: string;
+}
+
+/** Prices by provider, then model. */
+export type PriceTable = ReadonlyMap<string, ReadonlyMap<string, ModelPrice>>;
 
 /** One step of a route: which provider, with which model. */
 export interface RouteEntry {
@@ -101,11 +120,15 @@ providers:
     baseUrl: ${simulators.primaryUrl}
     lookup: true
     defaultModel: sim-small
+    prices:
+      sim-small: { inputPerMillion: "${SIM_PRICES.small.inputPerMillion}", outputPerMillion: "${SIM_PRICES.small.outputPerMillion}", currency: ${SIM_PRICES.small.currency} }
   sim-backup:
     kind: openai-compatible
     baseUrl: ${simulators.backupUrl}
     lookup: true
     defaultModel: sim-large
+    prices:
+      sim-large: { inputPerMillion: "${SIM_PRICES.large.inputPerMillion}", outputPerMillion: "${SIM_PRICES.large.outputPerMillion}", currency: ${SIM_PRICES.large.currency} }
 
   # OpenAI (export OPENAI_API_KEY=...):
   # openai:
@@ -113,6 +136,8 @@ providers:
   #   baseUrl: https://api.openai.com/v1
   #   apiKeyEnv: OPENAI_API_KEY
   #   defaultModel: gpt-4o-mini
+  #   prices:
+  #     gpt-4o-mini: { inputPerMillion: "0.15", outputPerMillion: "0.60", currency: USD }
 
   # A local OpenAI-compatible server, no key: vLLM (vllm serve ...) or Ollama.
   # local:
@@ -126,6 +151,8 @@ providers:
   #   apiKeyEnv: ANTHROPIC_API_KEY
   #   defaultModel: claude-sonnet-4-5
   #   maxTokens: 1024
+  #   prices:
+  #     claude-sonnet-4-5: { inputPerMillion: "3", outputPerMillion: "15", currency: USD }
 
 routes:
   support.reply:
@@ -134,11 +161,24 @@ routes:
 `;
 }
 
+/**
+ * What the simulators charge: made-up prices, so that metering shows real
+ * numbers on the dev stack. The backup model costs more, as fallbacks often do.
+ */
+export const SIM_PRICES = {
+  small: { inputPerMillion: '0.15', outputPerMillion: '0.60', currency: 'USD' },
+  large: { inputPerMillion: '2.50', outputPerMillion: '10.00', currency: 'USD' },
+} as const satisfies Record<string, ModelPrice>;
+
 /** The built-in providers with the simulators on their default ports (7301, 7302). */
 export const DEFAULT_PROVIDERS_YAML = builtInProvidersYaml({ primaryUrl: 'http://127.0.0.1:7301/v1', backupUrl: 'http://127.0.0.1:7302/v1' });
 
 const TOP_LEVEL_KEYS = ['providers', 'routes'] as const;
-const PROVIDER_KEYS = ['kind', 'baseUrl', 'apiKeyEnv', 'lookup', 'defaultModel', 'maxTokens'] as const;
+const PROVIDER_KEYS = ['kind', 'baseUrl', 'apiKeyEnv', 'lookup', 'defaultModel', 'maxTokens', 'prices'] as const;
+const PRICE_KEYS = ['inputPerMillion', 'outputPerMillion', 'currency'] as const;
+/** A non-negative decimal as a string: "0.15", "3", "10.00". */
+const DECIMAL = /^(0|[1-9][0-9]{0,8})(\.[0-9]{1,12})?$/;
+const CURRENCY = /^[A-Z]{3}$/;
 const ROUTE_ENTRY_KEYS = ['provider', 'model'] as const;
 const PROVIDER_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 const ENV_VAR_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -171,6 +211,7 @@ export function parseProvidersConfig(text: string, source: string): ProvidersCon
     providers.set(name, parseProvider(name, node, fail));
   }
   if (providers.size === 0) return fail('providers', 'declares no provider');
+  checkOneCurrency(providers, fail);
 
   const routes = new Map<string, readonly RouteEntry[]>();
   const routesNode = document.routes;
@@ -257,7 +298,57 @@ export function routeFor(config: ProvidersConfig, operation: string, fallbackDef
   });
 }
 
+/** Prices by provider and model, as the configuration declares them. */
+export function priceTableOf(config: ProvidersConfig): PriceTable {
+  return new Map([...config.providers.values()].map((settings) => [settings.name, settings.prices]));
+}
+
+/**
+ * Every model a route uses has a price: a job must never run up a bill
+ * nobody can compute.
+ * @throws ProvidersConfigError naming the provider's prices and the model.
+ */
+export function checkRoutesPriced(config: ProvidersConfig, routes: ReadonlyMap<string, readonly RouteEntry[]>): void {
+  for (const [operation, route] of routes) {
+    for (const { provider, model } of route) {
+      if (config.providers.get(provider)?.prices.has(model)) continue;
+      throw new ProvidersConfigError(config.source, `providers.${provider}.prices`, `has no price for model ${model}, which the route of ${operation} uses`);
+    }
+  }
+}
+
 type Fail = (key: string | undefined, problem: string, cause?: unknown) => never;
+
+/** One currency per file, so a settlement never adds two currencies together. */
+function checkOneCurrency(providers: ReadonlyMap<string, ProviderSettings>, fail: Fail): void {
+  let first: { currency: string; at: string } | undefined;
+  for (const settings of providers.values()) {
+    for (const [model, price] of settings.prices) {
+      const at = `providers.${settings.name}.prices.${model}.currency`;
+      if (!first) first = { currency: price.currency, at };
+      else if (price.currency !== first.currency) fail(at, `is ${price.currency}, but ${first.at} is ${first.currency}: one providers file prices in one currency`);
+    }
+  }
+}
+
+function parsePrices(node: unknown, at: string, fail: Fail): Map<string, ModelPrice> {
+  if (!isMapping(node)) return fail(at, 'must be a mapping of model names to { inputPerMillion, outputPerMillion, currency }');
+  const prices = new Map<string, ModelPrice>();
+  for (const [model, priceNode] of Object.entries(node)) {
+    const priceAt = `${at}.${model}`;
+    if (!isMapping(priceNode)) return fail(priceAt, 'must be a mapping { inputPerMillion, outputPerMillion, currency }');
+    rejectUnknownKeys(priceNode, PRICE_KEYS, priceAt, fail);
+    const amount = (key: 'inputPerMillion' | 'outputPerMillion'): string => {
+      const value = priceNode[key];
+      if (typeof value !== 'string' || !DECIMAL.test(value)) return fail(`${priceAt}.${key}`, 'must be a decimal in quotes, e.g. "0.15" (money is never read as a floating-point number)');
+      return value;
+    };
+    const currency = priceNode.currency;
+    if (typeof currency !== 'string' || !CURRENCY.test(currency)) return fail(`${priceAt}.currency`, 'must be an ISO 4217 code, e.g. USD');
+    prices.set(model, { inputPerMillion: amount('inputPerMillion'), outputPerMillion: amount('outputPerMillion'), currency });
+  }
+  return prices;
+}
 
 function createAdapter(settings: ProviderSettings, apiKey: string | undefined): ProviderAdapter {
   switch (settings.kind) {
@@ -298,6 +389,7 @@ function parseProvider(name: string, node: unknown, fail: Fail): ProviderSetting
     name,
     kind: kind as ProviderKind,
     lookup: false,
+    prices: node.prices === undefined ? new Map() : parsePrices(node.prices, `${at}.prices`, fail),
   };
 
   if (node.baseUrl === undefined) {

@@ -1,14 +1,15 @@
 import type { OnceflowConfig } from '../config';
 import { OperationsFileError, type OperationProblem } from '../operations/problems';
 import type { OperationRegistry } from '../operations/registry';
-import { builtInProvidersYaml, createProviders, loadProvidersConfig, parseProvidersConfig, routeFor } from './config';
+import { builtInProvidersYaml, checkRoutesPriced, createProviders, loadProvidersConfig, parseProvidersConfig, priceTableOf, routeFor } from './config';
 
 /**
  * The providers and routes of ONCEFLOW_PROVIDERS_FILE, or the built-in file
  * that points at the simulators where config.simulators says they listen.
  * @throws OperationsFileError when an operation's route names a provider that
  * is not declared (and the providers file gives that operation no route of its own).
- * @throws ProvidersConfigError naming the file and the key that is wrong.
+ * @throws ProvidersConfigError naming the file and the key that is wrong, or
+ * the model a route uses that has no price.
  */
 export async function loadProviders(config: OnceflowConfig, operations: OperationRegistry, env: NodeJS.ProcessEnv = process.env) {
   const providersConfig = config.providersFile ? await loadProvidersConfig(config.providersFile) : parseProvidersConfig(builtInProvidersYaml(config.simulators), 'built-in providers');
@@ -25,6 +26,7 @@ export async function loadProviders(config: OnceflowConfig, operations: Operatio
   const providers = createProviders(providersConfig, env);
   // Resolved once at boot, so a bad route fails the start, not a job.
   const routes = new Map([...operations.values()].map((operation) => [operation.name, routeFor(providersConfig, operation.name, operation.defaultRoute)]));
-  return { providers, routeFor: (operation: string) => routes.get(operation) ?? [] };
+  checkRoutesPriced(providersConfig, routes);
+  return { providers, prices: priceTableOf(providersConfig), routeFor: (operation: string) => routes.get(operation) ?? [] };
 }
 

@@ -8,6 +8,7 @@ import type { ChatCompletionCreateParamsNonStreaming, ChatCompletionMessageParam
 import { sdkTimeoutMs, startCallDeadline } from './call-deadline';
 import { PLACEHOLDER_API_KEY, requestIdHeaders } from './request-id';
 import { classifySdkError, type SdkErrorClasses } from './sdk-errors';
+import { answerOf, openAiUsage } from './usage';
 import {
   ProviderCallError,
   type CompletionAnswer,
@@ -70,7 +71,7 @@ export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions)
         maxRetries: 0,
         headers: requestIdHeaders(request.requestId),
       });
-      return { content: completionContent(raw), raw };
+      return answerOf(completionContent(raw), raw, openAiUsage(raw));
     } catch (error) {
       const failure = classifySdkError(error, OPENAI_ERRORS, deadline, now());
       throw new ProviderCallError({ ...failure, detail: `${name}: ${failure.detail}` }, { cause: error });
@@ -79,7 +80,7 @@ export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions)
     }
   }
 
-  const adapter: ProviderAdapter = { name, kind: 'openai-compatible', complete };
+  const adapter: ProviderAdapter = { name, kind: 'openai-compatible', baseUrl: options.baseUrl, complete };
   if (!options.lookup) return adapter;
 
   const lookupTimeoutMs = options.lookupTimeoutMs ?? DEFAULT_LOOKUP_TIMEOUT_MS;
@@ -143,7 +144,7 @@ async function lookupRequest(args: {
   const record = body as { status?: unknown; output?: unknown } | undefined;
   if (record?.status === 'executing') return { found: true, status: 'executing' };
   if (record?.status === 'completed') {
-    return { found: true, status: 'completed', content: completionContent(record.output), raw: record.output };
+    return { found: true, status: 'completed', ...answerOf(completionContent(record.output), record.output, openAiUsage(record.output)) };
   }
   throw new Error(`${where}: unexpected answer ${text.slice(0, 200)}`);
 }

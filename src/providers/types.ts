@@ -5,6 +5,8 @@
  * (`unknown`), per DESIGN.md's attempt-outcome table.
  */
 
+import type { ProviderUsage } from './usage';
+
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant';
   content: string;
@@ -27,6 +29,8 @@ export interface CompletionAnswer {
   content: string;
   /** The provider's response body, for evidence. */
   raw: unknown;
+  /** What the request consumed, when the provider said. */
+  usage?: ProviderUsage;
 }
 
 /** Failure classes whose request provably never executed: a next attempt may start. */
@@ -50,11 +54,13 @@ export class ProviderCallError extends Error {
 export type LookupResult =
   | { found: false }
   | { found: true; status: 'executing' }
-  | { found: true; status: 'completed'; content: string; raw: unknown };
+  | { found: true; status: 'completed'; content: string; raw: unknown; usage?: ProviderUsage };
 
 export interface ProviderAdapter {
   readonly name: string;
   readonly kind: 'openai-compatible' | 'anthropic';
+  /** Where requests go: a verification holds only for the endpoint it was made against. */
+  readonly baseUrl?: string;
   /**
    * One completion, one HTTP request, no retries.
    * @throws ProviderCallError with the failure's classification.

@@ -30,6 +30,8 @@ export interface SimChatCompletion {
     readonly prompt_tokens: number;
     readonly completion_tokens: number;
     readonly total_tokens: number;
+    /** As OpenAI reports it: the simulator has no prompt cache, so always 0. */
+    readonly prompt_tokens_details: { readonly cached_tokens: number };
   };
 }
 
@@ -111,6 +113,7 @@ export function buildCompletion(args: {
       prompt_tokens: promptTokens,
       completion_tokens: completionTokens,
       total_tokens: promptTokens + completionTokens,
+      prompt_tokens_details: { cached_tokens: 0 },
     },
   };
 }

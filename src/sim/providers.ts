@@ -1,4 +1,5 @@
 import { createOpenAiCompatibleProvider } from '../providers/openai-compatible';
+import { SIM_PRICES, type ModelPrice, type PriceTable } from '../providers/config';
 import type { ProviderAdapter } from '../providers/types';
 import { SIM_PROVIDER_NAMES } from './stack';
 
@@ -15,3 +16,9 @@ export const SIM_ROUTE = [
   { provider: SIM_PROVIDER_NAMES.primary, model: 'sim-small' },
   { provider: SIM_PROVIDER_NAMES.backup, model: 'sim-large' },
 ];
+
+/** The simulators' prices, as the built-in providers file declares them. */
+export const SIM_PRICE_TABLE: PriceTable = new Map<string, ReadonlyMap<string, ModelPrice>>([
+  [SIM_PROVIDER_NAMES.primary, new Map([['sim-small', SIM_PRICES.small]])],
+  [SIM_PROVIDER_NAMES.backup, new Map([['sim-large', SIM_PRICES.large]])],
+]);

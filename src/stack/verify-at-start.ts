@@ -45,7 +45,7 @@ async function warnUnverified(deps: VerifyDeps, config: OnceflowConfig, log: Sta
     `provider contracts NOT verified at start (ONCEFLOW_VERIFY_AT_START=0): ${steps.map(({ operation, step }) => `${operation.name} ${step.provider}/${step.model}`).join(', ') || 'no route steps'}`,
   );
   for (const { operation, step } of steps.filter(({ index }) => index > 0)) {
-    const gate = await eligibility(deps.db, operation, step, 'fallback', config.contracts);
+    const gate = await eligibility(deps.db, operation, step, 'fallback', config.contracts, new Date(), deps.providers.get(step.provider)?.baseUrl);
     if (!gate.eligible) {
       log.warn(`${step.provider}/${step.model} will not take failover attempts for ${operation.name}: ${gate.detail} (\`onceflow contracts verify\`)`);
     }

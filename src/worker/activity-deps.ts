@@ -7,6 +7,7 @@ import { createEffectRunner } from '../effects/runner';
 import type { EffectAdapter } from '../effects/types';
 import type { Metrics } from '../metrics/metrics';
 import type { OperationRegistry } from '../operations/registry';
+import type { PriceTable } from '../providers/config';
 import type { ProviderAdapter } from '../providers/types';
 import type { RouteStep } from '../temporal/contract';
 import type { WorkflowTarget } from '../temporal/starter';
@@ -17,6 +18,8 @@ export interface WorkerParts {
   config: Pick<OnceflowConfig, 'attempts' | 'effects' | 'contracts'>;
   operations: OperationRegistry;
   providers: ReadonlyMap<string, ProviderAdapter>;
+  /** Prices by provider and model (loadProviders checked that every route model has one). */
+  prices?: PriceTable;
   routeFor(operation: string): RouteStep[];
   /** Effect adapters; by default those of config.effects and declaredEffects. */
   effectAdapters?: ReadonlyMap<string, EffectAdapter>;
@@ -48,6 +51,7 @@ export function buildActivityDeps(parts: WorkerParts): ActivityDeps {
     metrics: parts.metrics,
     operations: parts.operations,
     providers: parts.providers,
+    ...(parts.prices ? { prices: parts.prices } : {}),
     routeFor: parts.routeFor,
     attempts: config.attempts,
     effects: createEffectRunner({

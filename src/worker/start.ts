@@ -27,7 +27,7 @@ export interface RunningWorker {
 export async function startWorker(config: OnceflowConfig, db: Pool, metrics: Metrics = createMetrics({ defaultMetrics: true }), loaded: LoadedOperations = loadOperations(config.operationsFile)): Promise<RunningWorker> {
   installTemporalRuntime();
   const operations = loaded.registry;
-  const { providers, routeFor: route } = await loadProviders(config, operations);
+  const { providers, prices, routeFor: route } = await loadProviders(config, operations);
   await recordOperationVersions(db, operations);
   // The first job should cost what the hundredth does: the tokenizers it checks prompts with are built now.
   warmUpTokenizers([...operations.keys()].flatMap((name) => route(name).map((step) => step.model)));
@@ -41,7 +41,7 @@ export async function startWorker(config: OnceflowConfig, db: Pool, metrics: Met
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     stickyQueueTimeoutMs: config.temporal.stickyQueueTimeoutMs,
-    activities: createActivities(buildActivityDeps({ db, metrics, config, operations, providers, routeFor: route, workflows, declaredEffects: loaded.httpEffects })),
+    activities: createActivities(buildActivityDeps({ db, metrics, config, operations, providers, prices, routeFor: route, workflows, declaredEffects: loaded.httpEffects })),
   });
   const running = worker.run();
   await ensureRetentionSchedule(client, { taskQueue: config.temporal.taskQueue, retentionDays: config.retentionDays });

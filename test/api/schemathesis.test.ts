@@ -104,7 +104,7 @@ describe('schemathesis against the running stack', () => {
   it(
     'finds no failure as an operator, on the operator routes and job reads',
     async () => {
-      await schemathesis('operator', KEYS.operator, ['--include-tag', 'operators', '--include-operation-id', 'getJob', '--include-operation-id', 'cancelJob']);
+      await schemathesis('operator', KEYS.operator, ['--include-tag', 'operators', '--include-operation-id', 'getJob', '--include-operation-id', 'cancelJob', '--include-operation-id', 'getUsage']);
     },
     TIMEOUT_MS,
   );

@@ -9,7 +9,7 @@ import { createRegistry, type OperationRegistry } from '../../src/operations/reg
 import type { WorkflowTarget } from '../../src/temporal/starter';
 import type { RouteStep } from '../../src/temporal/contract';
 import { createWorker } from '../../src/worker/worker';
-import { createSimProviders, SIM_ROUTE } from '../../src/sim/providers';
+import { createSimProviders, SIM_PRICE_TABLE, SIM_ROUTE } from '../../src/sim/providers';
 import { buildActivityDeps } from '../../src/worker/activity-deps';
 import { verifyContracts } from '../../src/contracts/verify';
 import type { ProviderAdapter } from '../../src/providers/types';
@@ -106,7 +106,7 @@ export async function startTestStack(opts: TestStackOptions = {}): Promise<TestS
   }
 
   const activities = createActivities(
-    buildActivityDeps({ db: opts.activityDb ? opts.activityDb(db.pool) : db.pool, metrics, config, operations, providers, routeFor: () => route, workflows }),
+    buildActivityDeps({ db: opts.activityDb ? opts.activityDb(db.pool) : db.pool, metrics, config, operations, providers, prices: SIM_PRICE_TABLE, routeFor: () => route, workflows }),
   );
   let worker: Worker | undefined;
   let running: Promise<void> | undefined;

@@ -4,6 +4,8 @@ import path from 'node:path';
 import {
   DEFAULT_PROVIDERS_YAML,
   ProvidersConfigError,
+  checkRoutesPriced,
+  priceTableOf,
   createProviders,
   loadProvidersConfig,
   parseProvidersConfig,
@@ -58,6 +60,7 @@ describe('parseProvidersConfig', () => {
       baseUrl: 'http://127.0.0.1:7301/v1',
       apiKeyEnv: 'SIM_API_KEY',
       lookup: true,
+      prices: new Map(),
     });
     expect(config.providers.get('sim-backup')).toMatchObject({ lookup: false, defaultModel: 'sim-large' });
     expect(config.providers.get('claude')).toEqual({
@@ -66,6 +69,7 @@ describe('parseProvidersConfig', () => {
       apiKeyEnv: 'ANTHROPIC_API_KEY',
       lookup: false,
       maxTokens: 2048,
+      prices: new Map(),
     });
     expect(config.routes.get('support.reply')).toEqual([
       { provider: 'sim-primary', model: 'sim-small' },
@@ -316,5 +320,46 @@ describe('DEFAULT_PROVIDERS_YAML', () => {
     expect(config.providers.get('local')).toMatchObject({ kind: 'openai-compatible' });
     expect(config.providers.get('anthropic')).toMatchObject({ kind: 'anthropic', apiKeyEnv: 'ANTHROPIC_API_KEY' });
     expect(() => createProviders(config, {})).toThrow(/OPENAI_API_KEY is not set/);
+  });
+});
+
+describe('prices', () => {
+  const priced = (prices: string) => `
+providers:
+  sim-primary:
+    kind: openai-compatible
+    baseUrl: http://127.0.0.1:7301/v1
+    prices:
+${prices}
+routes:
+  support.reply:
+    - { provider: sim-primary, model: sim-small }
+`;
+
+  it('keeps prices as the decimal strings the file gives', () => {
+    const config = parseProvidersConfig(priced('      sim-small: { inputPerMillion: "0.15", outputPerMillion: "0.60", currency: USD }'), 'providers.yaml');
+    expect(priceTableOf(config).get('sim-primary')?.get('sim-small')).toEqual({ inputPerMillion: '0.15', outputPerMillion: '0.60', currency: 'USD' });
+  });
+
+  it('refuses a price written as a bare number, which YAML would read as floating point', () => {
+    const error = configError(priced('      sim-small: { inputPerMillion: 0.15, outputPerMillion: "0.60", currency: USD }'));
+    expect(error.message).toBe('providers.yaml: providers.sim-primary.prices.sim-small.inputPerMillion: must be a decimal in quotes, e.g. "0.15" (money is never read as a floating-point number)');
+  });
+
+  it('refuses two currencies in one file', () => {
+    const error = configError(priced('      sim-small: { inputPerMillion: "1", outputPerMillion: "2", currency: USD }\n      sim-large: { inputPerMillion: "1", outputPerMillion: "2", currency: EUR }'));
+    expect(error.message).toMatch(/prices\.sim-large\.currency: is EUR, but .* is USD: one providers file prices in one currency/);
+  });
+
+  it('names the model a route uses that has no price', () => {
+    const config = parseProvidersConfig(priced('      sim-other: { inputPerMillion: "1", outputPerMillion: "2", currency: USD }'), 'providers.yaml');
+    expect(() => checkRoutesPriced(config, new Map([['support.reply', routeFor(config, 'support.reply', [])]]))).toThrow(
+      'providers.yaml: providers.sim-primary.prices: has no price for model sim-small, which the route of support.reply uses',
+    );
+  });
+
+  it('prices every model of the built-in route to the simulators', () => {
+    const config = parseProvidersConfig(DEFAULT_PROVIDERS_YAML, 'built-in providers');
+    expect(() => checkRoutesPriced(config, new Map([['support.reply', routeFor(config, 'support.reply', [])]]))).not.toThrow();
   });
 });

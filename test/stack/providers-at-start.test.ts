@@ -113,8 +113,8 @@ describe('the providers of npm start', () => {
     writeFileSync(
       file,
       `providers:
-  file-primary: { kind: openai-compatible, baseUrl: "http://127.0.0.1:${simPort}/v1", lookup: true }
-  file-backup: { kind: openai-compatible, baseUrl: "http://127.0.0.1:${deadPort}/v1" }
+  file-primary: { kind: openai-compatible, baseUrl: "http://127.0.0.1:${simPort}/v1", lookup: true, prices: { sim-small: { inputPerMillion: "0.15", outputPerMillion: "0.60", currency: USD } } }
+  file-backup: { kind: openai-compatible, baseUrl: "http://127.0.0.1:${deadPort}/v1", prices: { sim-large: { inputPerMillion: "2.50", outputPerMillion: "10.00", currency: USD } } }
 routes:
   support.reply:
     - { provider: file-primary, model: sim-small }
