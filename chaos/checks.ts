@@ -25,6 +25,7 @@ export const VIOLATION_KINDS = {
   'bad-input': 'bytes PostgreSQL cannot store (NUL, a lone surrogate) are refused with 400',
   phantom: 'an attempt the ledger failed for anything but its answer was never executed by its provider (no hidden second execution)',
   outcome: 'a job fails only for a cause the trial gave it (failing providers, a refusing downstream, an effect an operator settled as failed)',
+  'one-bill': 'a terminal job has exactly one settlement, of its status and all its attempts, billing nothing unless it succeeded; an open job has none',
 } as const;
 export type ViolationKind = keyof typeof VIOLATION_KINDS;
 
@@ -191,6 +192,29 @@ export function checkBadInput(obs: Observation): Violation[] {
     .map((e) => ({ kind: 'bad-input' as const, detail: `${e.method} ${e.path.slice(0, 80)} with bad bytes was answered ${e.status}, not 400` }));
 }
 
+/** Invariant 13, from the ledger: one bill per terminal job, none for an open one (billing: winner, the demo's). */
+export function checkBills(obs: Observation): Violation[] {
+  const violations: Violation[] = [];
+  for (const job of obs.jobs) {
+    const bills = obs.settlements.filter((s) => s.jobId === job.id);
+    if (!TERMINAL.has(job.status)) {
+      if (bills.length > 0) violations.push({ kind: 'one-bill', detail: `job ${job.id} is ${job.status} but has a settlement` });
+      continue;
+    }
+    const bill = bills[0];
+    if (bills.length !== 1 || !bill) {
+      violations.push({ kind: 'one-bill', detail: `${job.status} job ${job.id} has ${bills.length} settlements` });
+      continue;
+    }
+    const attempts = obs.attempts.filter((a) => a.jobId === job.id).length;
+    if (bill.jobStatus !== job.status) violations.push({ kind: 'one-bill', detail: `job ${job.id} is ${job.status} but was settled as ${bill.jobStatus}` });
+    if (bill.attempts !== attempts) violations.push({ kind: 'one-bill', detail: `job ${job.id} has ${attempts} attempts but its settlement counts ${bill.attempts}` });
+    if (job.status !== 'succeeded' && Number(bill.billable) !== 0) violations.push({ kind: 'one-bill', detail: `${job.status} job ${job.id} is billed ${bill.billable}` });
+    if (Number(bill.billable) > Number(bill.providerCost)) violations.push({ kind: 'one-bill', detail: `job ${job.id} is billed ${bill.billable}, more than its attempts cost (${bill.providerCost})` });
+  }
+  return violations;
+}
+
 /** Every check on one trial. */
 export function checkTrial(obs: Observation): Violation[] {
   return [
@@ -206,5 +230,6 @@ export function checkTrial(obs: Observation): Violation[] {
     ...checkOutcome(obs),
     ...checkPhantoms(obs),
     ...checkBadInput(obs),
+    ...checkBills(obs),
   ];
 }

@@ -44,6 +44,16 @@ export interface EffectRow {
   resolved: boolean;
 }
 
+/** A job's bill (settlements), as the ledger holds it. */
+export interface SettlementRow {
+  jobId: string;
+  jobStatus: string;
+  /** Decimal strings, as PostgreSQL's numeric reads. */
+  providerCost: string;
+  billable: string;
+  attempts: number;
+}
+
 export interface Delivery {
   messageId: string;
   idempotencyKey: string;
@@ -59,6 +69,7 @@ export interface Observation {
   jobs: JobRow[];
   attempts: AttemptRow[];
   effects: EffectRow[];
+  settlements: SettlementRow[];
   deliveries: Delivery[];
   /** Temporal's status of the job's workflow, read before any replay could start a new one. */
   workflow?: string;
@@ -84,7 +95,7 @@ async function retrying<T>(read: () => Promise<T>, tries = 20): Promise<T> {
 }
 
 /** The ledger rows of a ticket's jobs, read-only. */
-export async function readLedger(db: Pool, ticketId: string): Promise<{ jobs: JobRow[]; attempts: AttemptRow[]; effects: EffectRow[] }> {
+export async function readLedger(db: Pool, ticketId: string): Promise<{ jobs: JobRow[]; attempts: AttemptRow[]; effects: EffectRow[]; settlements: SettlementRow[] }> {
   return retrying(async () => {
     const jobs = await db.query(
       `SELECT id, idempotency_key, status, result, error, completed_by, terminal_at, workflow_id
@@ -94,6 +105,10 @@ export async function readLedger(db: Pool, ticketId: string): Promise<{ jobs: Jo
     const ids = jobs.rows.map((row) => row.id as string);
     const attempts = await db.query(`SELECT id, job_id, seq, provider, status, error_class, resolution IS NOT NULL AS resolved FROM attempts WHERE job_id = ANY($1::uuid[]) ORDER BY job_id, seq`, [ids]);
     const effects = await db.query(`SELECT name, effect_key, status, receipt, resolution IS NOT NULL AS resolved FROM effects WHERE job_id = ANY($1::uuid[]) ORDER BY job_id, name`, [ids]);
+    const settlements = await db.query(
+      `SELECT job_id, job_status, provider_cost::text, billable::text, attempts FROM settlements WHERE job_id = ANY($1::uuid[]) ORDER BY job_id`,
+      [ids],
+    );
     return {
       jobs: jobs.rows.map((row) => ({
         id: row.id,
@@ -107,6 +122,7 @@ export async function readLedger(db: Pool, ticketId: string): Promise<{ jobs: Jo
       })),
       attempts: attempts.rows.map((row) => ({ id: row.id, jobId: row.job_id, seq: row.seq, provider: row.provider, status: row.status, errorClass: row.error_class, resolved: row.resolved })),
       effects: effects.rows.map((row) => ({ name: row.name, key: row.effect_key, status: row.status, receipt: row.receipt, resolved: row.resolved })),
+      settlements: settlements.rows.map((row) => ({ jobId: row.job_id, jobStatus: row.job_status, providerCost: row.provider_cost, billable: row.billable, attempts: row.attempts })),
     };
   });
 }

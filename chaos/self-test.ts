@@ -46,6 +46,7 @@ export function cleanObservation(): Observation {
       { id: A1, jobId: JOB, seq: 2, provider: 'sim-backup', status: 'succeeded', errorClass: null, resolved: false, atProvider: 'completed' },
     ],
     effects: [{ name: 'message.send', key: 'k', status: 'succeeded', receipt: { messageId: 'msg_1' }, resolved: false }],
+    settlements: [{ jobId: JOB, jobStatus: 'succeeded', providerCost: '0.0003875', billable: '0.0003875', attempts: 2 }],
     deliveries: [{ messageId: 'msg_1', idempotencyKey: 'k' }],
     workflow: 'COMPLETED',
     conflictSent: true,
@@ -57,8 +58,13 @@ export function cleanObservation(): Observation {
 type Mutation = (obs: Observation) => void;
 
 const job0 = (obs: Observation) => obs.jobs[0]!;
+/** The job's bill as a job ended with another status has it: nothing billable unless it succeeded. */
+const settledAs = (obs: Observation, status: string): void => {
+  Object.assign(obs.settlements[0]!, { jobStatus: status, billable: status === 'succeeded' ? obs.settlements[0]!.billable : '0' });
+};
 const notTerminal = (status: string): Mutation => (obs) => {
   Object.assign(job0(obs), { status, result: null, completedBy: null, terminalAt: null });
+  obs.settlements = [];
   obs.deliveries = [];
   obs.exchanges = obs.exchanges.filter((e) => e.label !== 'replay' && e.label !== 'submit');
 };
@@ -149,6 +155,17 @@ const VIOLATING: Record<ViolationKind, Array<[string, Mutation]>> = {
     ['a NUL in the body answered 500', (obs) => obs.exchanges.push({ ...exchange('bad-input', 500, { title: 'Internal error' }), path: '/v1/jobs' })],
     ['a lone surrogate answered 202', (obs) => obs.exchanges.push({ ...exchange('bad-input', 202, { id: OTHER, status: 'accepted', attempts: [] }), path: '/v1/jobs' })],
   ],
+  'one-bill': [
+    ['a succeeded job without a settlement', (obs) => (obs.settlements = [])],
+    ['a settlement of another status', (obs) => (obs.settlements[0]!.jobStatus = 'failed')],
+    ['a settlement missing an attempt', (obs) => (obs.settlements[0]!.attempts = 1)],
+    ['an open job with a settlement', (obs) => { notTerminal('running')(obs); obs.workflow = 'RUNNING'; obs.settlements = [{ jobId: JOB, jobStatus: 'running', providerCost: '0', billable: '0', attempts: 2 }]; }],
+    ['a failed job billed', (obs) => {
+      Object.assign(job0(obs), { status: 'failed', result: null, error: { type: 'attempts_exhausted' }, completedBy: null });
+      obs.settlements[0]!.jobStatus = 'failed'; // its billable left as the winner's
+    }],
+    ['billed more than its attempts cost', (obs) => (obs.settlements[0]!.billable = '1')],
+  ],
   crash: [['a worker that died of an unhandled error', (obs) => obs.crashes.push({ name: 'worker-1', at: 1_500, detail: 'worker-1 exited with 1: Error: Connection terminated unexpectedly' })]],
 };
 
@@ -159,6 +176,7 @@ const EXCUSED: Array<[string, Mutation]> = [
   ['a failed job the trial gave a cause (not expected to succeed)', (obs) => {
     obs.expectSuccess = false;
     Object.assign(job0(obs), { status: 'failed', result: null, error: { type: 'attempts_exhausted' }, completedBy: null });
+    settledAs(obs, 'failed');
     Object.assign(obs.attempts[1]!, { status: 'failed', errorClass: 'contract_violation' });
     obs.deliveries = [];
     obs.exchanges = obs.exchanges.filter((e) => e.label !== 'replay' && e.label !== 'submit');
@@ -166,6 +184,7 @@ const EXCUSED: Array<[string, Mutation]> = [
   }],
   ['a failed job whose effect an operator settled as failed', (obs) => {
     Object.assign(job0(obs), { status: 'failed', result: null, error: { type: 'effect_failed' } });
+    settledAs(obs, 'failed');
     Object.assign(obs.effects[0]!, { status: 'failed', resolved: true, receipt: null });
     obs.deliveries = [];
     obs.exchanges = obs.exchanges.filter((e) => e.label !== 'replay' && e.label !== 'submit');

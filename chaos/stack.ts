@@ -15,6 +15,7 @@ import { startEmbeddedPostgres, type RunningPostgres } from '../src/stack/postgr
 import { devServerArgs, freePort, loadTemporalDevConfig, waitForPort } from '../src/stack/temporal-dev';
 import { resolveTemporalCli } from '../src/stack/tools';
 import { projectRoot } from '../src/paths';
+import { builtInProvidersYaml } from '../src/providers/config';
 import { settingsEnv } from './settings';
 import { Supervisor, type ManagedProcess } from './supervisor';
 
@@ -70,26 +71,6 @@ export interface StackOptions {
   log: (line: string) => void;
   /** Keep the run folder (logs) when stopping. */
   keepRunDir: boolean;
-}
-
-function providersYaml(primaryPort: number, backupPort: number): string {
-  return `# Written by the chaos suite for one run: the simulators on this run's ports.
-providers:
-  sim-primary:
-    kind: openai-compatible
-    baseUrl: http://127.0.0.1:${primaryPort}/v1
-    lookup: true
-    defaultModel: sim-small
-  sim-backup:
-    kind: openai-compatible
-    baseUrl: http://127.0.0.1:${backupPort}/v1
-    lookup: true
-    defaultModel: sim-large
-routes:
-  support.reply:
-    - { provider: sim-primary, model: sim-small }
-    - { provider: sim-backup, model: sim-large }
-`;
 }
 
 /** A fresh database in an external server, dropped at the end. */
@@ -178,7 +159,8 @@ export async function startStack(supervisor: Supervisor, options: StackOptions):
     log(`simulators: sim-primary :${primaryPort}, sim-backup :${backupPort}, downstream :${downstreamPort}`);
 
     const providersFile = path.join(runDir, 'providers.yaml');
-    writeFileSync(providersFile, providersYaml(primaryPort, backupPort));
+    // The built-in providers (prices included) with the simulators on this run's ports.
+    writeFileSync(providersFile, builtInProvidersYaml({ primaryUrl: `http://127.0.0.1:${primaryPort}/v1`, backupUrl: `http://127.0.0.1:${backupPort}/v1` }));
     const apiKey = `k_chaos_${randomBytes(12).toString('hex')}`;
     const operatorKey = `k_chaos_operator_${randomBytes(12).toString('hex')}`;
     const apiPort = await freePort();
