@@ -156,6 +156,19 @@ describe('attempt transitions are compare-and-swaps (invariant 12)', () => {
     }
   });
 
+  it('never marks sent an attempt already given up as not sent (the race above, in the order that loses)', async () => {
+    // Arrange
+    const { attemptId } = await openFor('given up first');
+    expect(await failAttempt(stack.db.pool, attemptId, AttemptStatus.starting, { class: 'not_sent', detail: 'given up' })).toBe(true);
+
+    // Act
+    const sent = await markAttemptRunning(stack.db.pool, attemptId);
+
+    // Assert
+    expect(sent).toBe(false);
+    expect(await getAttempt(stack.db.pool, attemptId)).toMatchObject({ status: 'failed', errorClass: 'not_sent' });
+  });
+
   it('gives a lost attempt up as not sent and opens the next one at the current version, so the next one can win', async () => {
     // Arrange: an attempt was opened, and its call never began (its worker was lost).
     const { jobId, attemptId: lost } = await openFor('lost before sending');

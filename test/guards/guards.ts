@@ -41,7 +41,7 @@ export const GUARDS: Guard[] = [
     find: "WHERE a.id = $1 AND a.status = 'starting' AND j.id = a.job_id AND j.terminal_at IS NULL",
     replace: 'WHERE a.id = $1 AND j.id = a.job_id AND j.terminal_at IS NULL',
     tests: ['test/faults/attempt-races.test.ts'],
-    testNamePattern: 'exactly one of',
+    testNamePattern: 'exactly one of|never marks sent',
   },
   {
     name: 'an attempt fails only from the status the caller saw',
