@@ -12,4 +12,6 @@ module.exports = {
   maxWorkers: 1,
   testTimeout: 60_000,
   verbose: true,
+  // jest's summary, then one plain closing line with the counts.
+  reporters: ['default', '<rootDir>/test/harness/closing-line-reporter.js'],
 };
