@@ -3,7 +3,7 @@ import { countJobEnded, UNRECORDED_ROUTE } from '../../src/metrics/job-outcomes'
 import { createMetrics } from '../../src/metrics/metrics';
 import { routeVersionOf } from '../../src/providers/route-version';
 import { SIM_ROUTE } from '../../src/sim/providers';
-import { auth, isTerminalJob, KEYS, startTestStack, submitReply, waitForJob, type TestStack } from '../harness/stack';
+import { auth, isTerminalJob, KEYS, runReply, startTestStack, submitReply, waitForJob, type TestStack } from '../harness/stack';
 
 type Counts = Record<string, number>;
 
@@ -31,10 +31,7 @@ describe('job outcomes by operation and route version (the denominators of succe
   });
   afterAll(() => stack.close());
 
-  const run = async (message: string, key = randomUUID()) => {
-    const submitted = await submitReply(stack, { key, message });
-    return waitForJob(stack, submitted.json().id, isTerminalJob);
-  };
+  const run = (message: string) => runReply(stack, message);
 
   it('records the route version with the job, and counts it admitted and succeeded once however often it was submitted', async () => {
     // Arrange
