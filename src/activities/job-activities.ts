@@ -17,6 +17,7 @@ import {
 import { listEffects } from '../ledger/effects';
 import { appendEvent, JobEventType } from '../ledger/events';
 import { failJob, takeJobsToSweep } from '../ledger/jobs';
+import { countJobEnded } from '../metrics/job-outcomes';
 import { removeExpiredJobs } from '../ledger/retention';
 import type { AttemptKind, JobAction, JobStep, JobTimings, RouteStep } from '../temporal/contract';
 import { repairJobWorkflow } from '../temporal/starter';
@@ -55,9 +56,9 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
   };
 
   /** Ends a job that has no winner (so no effect can be claimed) as failed. */
-  async function fail(tx: PoolClient, job: LockedJob, type: string, detail: string): Promise<Step> {
+  async function fail(tx: PoolClient, job: LockedJob, type: string, detail: string): Promise<Step & { endedHere: true }> {
     if (!(await failJob(tx, job.id, { type, detail }))) throw new Error(`job ${job.id} could not be failed (${type})`);
-    return { kind: 'terminal', status: JobStatus.failed };
+    return { kind: 'terminal', status: JobStatus.failed, endedHere: true };
   }
 
   /**
@@ -91,7 +92,10 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
    * - the provider that just failed again: its backoff first;
    * - otherwise: open the attempt `attemptId` (retry-safe) at the next eligible step.
    */
-  async function advance(tx: PoolClient, request: { jobId: string; attemptId: string; send?: boolean }): Promise<Step & { toSend?: { attempt: AttemptRecord; input: Record<string, unknown> } }> {
+  async function advance(
+    tx: PoolClient,
+    request: { jobId: string; attemptId: string; send?: boolean },
+  ): Promise<Step & { toSend?: { attempt: AttemptRecord; input: Record<string, unknown> }; endedHere?: true }> {
     const job = await lockJobRow(tx, request.jobId, { withInput: request.send });
     // Removed by retention: there is nothing left to drive.
     if (!job) return { kind: 'terminal', status: 'removed' };
@@ -161,7 +165,8 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
      * what came of it.
      */
     async advanceJob(request: { jobId: string; attemptId: string; send?: boolean }): Promise<JobStep> {
-      const { toSend, ...action } = await inTransaction(db, (tx) => advance(tx, request));
+      const { toSend, endedHere, ...action } = await inTransaction(db, (tx) => advance(tx, request));
+      if (endedHere) await countJobEnded(db, metrics, request.jobId);
       if (request.send && action.kind === 'call' && toSend) {
         return { kind: 'called', attemptId: action.attemptId, seq: action.seq, report: await attempts.sendAttempt(toSend.attempt, toSend.input), timings };
       }
@@ -174,13 +179,15 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
      * @returns the job's status afterwards.
      */
     async finishJob(jobId: string): Promise<{ status: string; terminal: boolean }> {
-      return inTransaction(db, async (tx) => {
+      const { endedHere, ...after } = await inTransaction(db, async (tx) => {
         const job = await lockJobRow(tx, jobId);
-        if (!job) return { status: 'removed', terminal: true };
-        await finishJobLocked(tx, jobId, deps.operations);
+        if (!job) return { status: 'removed', terminal: true, endedHere: false };
+        const endedHere = (await finishJobLocked(tx, jobId, deps.operations)) !== 'open';
         const after = (await lockJobRow(tx, jobId))!;
-        return { status: after.status, terminal: after.terminal };
+        return { status: after.status, terminal: after.terminal, endedHere };
       });
+      if (endedHere) await countJobEnded(db, metrics, jobId);
+      return after;
     },
 
     /**
@@ -189,13 +196,15 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
      * @returns the job's status afterwards.
      */
     async failJobForEffect(request: { jobId: string; name: string; detail: string }): Promise<{ status: string; terminal: boolean }> {
-      return inTransaction(db, async (tx) => {
+      const { endedHere, ...after } = await inTransaction(db, async (tx) => {
         const job = await lockJobRow(tx, request.jobId);
-        if (!job) return { status: 'removed', terminal: true };
-        await failJob(tx, job.id, { type: 'effect_failed', detail: request.detail, effect: request.name });
+        if (!job) return { status: 'removed', terminal: true, endedHere: false };
+        const endedHere = await failJob(tx, job.id, { type: 'effect_failed', detail: request.detail, effect: request.name });
         const after = (await lockJobRow(tx, job.id))!;
-        return { status: after.status, terminal: after.terminal };
+        return { status: after.status, terminal: after.terminal, endedHere };
       });
+      if (endedHere) await countJobEnded(db, metrics, request.jobId);
+      return after;
     },
 
     /** Removes terminal jobs past the retention (the retention Schedule's work). */

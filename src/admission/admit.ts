@@ -12,6 +12,8 @@ export interface Intent extends JobScope {
   input: Record<string, unknown>;
   /** The operation's billing policy when the intent arrives: the job is billed by it. */
   billing?: BillingPolicy;
+  /** The version of the route that will serve a new job; recorded with it, never changed by a retry. */
+  routeVersion?: string;
 }
 
 export interface Admission {

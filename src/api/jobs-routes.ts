@@ -16,6 +16,8 @@ import { AttemptNotFoundError, AttemptNotUnknownError, resolveAttempt } from '..
 import { cancelJob } from '../ledger/jobs';
 import { EffectNotFoundError, EffectNotInReviewError, resolveEffect } from '../ledger/effects';
 import { jobChangedSignal } from '../temporal/contract';
+import { countJobAdmitted, countJobEnded } from '../metrics/job-outcomes';
+import { routeVersionOf } from '../providers/route-version';
 import {
   CancelBodySchema,
   DEFAULT_LIST_LIMIT,
@@ -78,6 +80,13 @@ function visibleTo(principal: Principal, job: JobRecord): boolean {
 export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
   const v1 = app.withTypeProvider<TypeBoxTypeProvider>();
   const { db, metrics } = deps;
+  // Routes are fixed at boot: each operation's route version is computed once.
+  const routeVersions = new Map<string, string>();
+  const routeVersionFor = (operation: string): string => {
+    let version = routeVersions.get(operation);
+    if (version === undefined) routeVersions.set(operation, (version = routeVersionOf(deps.contracts.routeFor(operation))));
+    return version;
+  };
   const context = { temporalUiUrl: deps.config.temporal.uiUrl, namespace: deps.config.temporal.namespace };
 
   async function waitForTerminal(details: JobDetails, seconds: number): Promise<JobDetails> {
@@ -171,6 +180,7 @@ export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps): Pr
           schemaVersion,
           input,
           ...(operation.billing ? { billing: operation.billing } : {}),
+          routeVersion: routeVersionFor(operation.name),
         }, { beforeNewJob: () => refuseOverBudget(principal.id) });
       } catch (err) {
         if (err instanceof IdempotencyKeyReusedError) {
@@ -190,7 +200,10 @@ export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps): Pr
       const job = details.job;
       if (waitSeconds > 0) reply.header('preference-applied', `wait=${waitSeconds}`);
       reply.header('location', `/v1/jobs/${job.id}`);
-      if (admission.created) metrics.jobsCreated.inc({ operation: job.operation });
+      if (admission.created) {
+        metrics.jobsCreated.inc({ operation: job.operation });
+        countJobAdmitted(metrics, job.operation, routeVersionFor(job.operation));
+      }
       else metrics.jobsReplayed.inc({ operation: job.operation, terminal: String(isTerminal(job.status)) });
       // A new job is 202 unless it became terminal while we waited (API.md: a terminal job is answered 200).
       if (admission.created && !isTerminal(job.status)) return reply.status(202).send(renderJob(details, context));
@@ -401,6 +414,7 @@ export async function registerJobCommandRoutes(app: FastifyInstance, deps: ApiDe
         throw new ProblemError(409, ProblemType.conflict, 'Side effects started', `job ${details.job.id} has claimed a side effect; it can no longer be cancelled`);
       }
       metrics.jobsCancelled.inc({ operation: details.job.operation });
+      await countJobEnded(db, metrics, details.job.id, (err) => request.log.warn({ err, jobId: details.job.id }, 'could not count the job outcome'));
       return wakeAndRender(details, request.log);
     },
   );

@@ -18,6 +18,7 @@ import { getJob, getJobInput, getJobOutput } from '../ledger/jobs';
 import type { Metrics } from '../metrics/metrics';
 import type { OperationRegistry } from '../operations/registry';
 import { finishJobLocked } from './finish';
+import { countJobEnded } from '../metrics/job-outcomes';
 import type { EffectAdapter, EffectContext } from './types';
 
 export interface EffectSettings {
@@ -116,6 +117,7 @@ export function createEffectRunner(deps: EffectRunnerDeps) {
     if (finished === undefined) return stateOf(effect.jobId, effect.name);
     if (status === 'needs_review') metrics.effectsNeedsReview.inc({ effect: effect.name });
     else metrics.effectsSettled.inc({ effect: effect.name, status });
+    if (finished !== 'open') await countJobEnded(db, metrics, effect.jobId);
     // What this transaction wrote is what the ledger says now: no need to read it back.
     return { status, leaseRemainingMs: 0, jobTerminal: finished !== 'open', jobStatus: finished === 'open' ? 'running' : finished, ...fields };
   }
@@ -126,13 +128,14 @@ export function createEffectRunner(deps: EffectRunnerDeps) {
     const context = known ?? (await contextFor(effect.jobId, effect, call.signal));
     if (adapter.performInTransaction) {
       // The write, its settlement and the job's terminal write commit together, or none does.
-      await inTransaction(db, async (tx) => {
+      const finished = await inTransaction(db, async (tx) => {
         await lockJobOfEffect(tx, effect.id);
         const receipt = await adapter.performInTransaction!(tx, context);
         if (!(await settleEffectLocked(tx, { effectId: effect.id, owner: call.owner, status: 'succeeded', receipt }))) throw new Error(`lost the lease of ${effect.name}`);
-        await finishJobLocked(tx, effect.jobId, deps.operations);
+        return finishJobLocked(tx, effect.jobId, deps.operations);
       });
       metrics.effectsSettled.inc({ effect: effect.name, status: 'succeeded' });
+      if (finished !== 'open') await countJobEnded(db, metrics, effect.jobId);
       return stateOf(effect.jobId, effect.name);
     }
     for (;;) {

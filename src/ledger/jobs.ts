@@ -82,6 +82,8 @@ export interface NewJob extends JobScope {
   workflowId: string;
   /** Default: the winner's cost. */
   billing?: BillingPolicy;
+  /** The route version that serves the job (providers/route-version). */
+  routeVersion?: string;
 }
 
 /**
@@ -98,8 +100,8 @@ export async function admitJob(db: Pool, job: NewJob): Promise<{ job: JobRecord;
     // The created event is written by the same statement, only when the row was.
     const inserted = await db.query<JobRow>(
       `WITH inserted AS (
-         INSERT INTO jobs (principal_id, operation, idempotency_key, request_digest, schema_version, input, workflow_id, billing)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+         INSERT INTO jobs (principal_id, operation, idempotency_key, request_digest, schema_version, input, workflow_id, billing, route_version)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
          ON CONFLICT (principal_id, operation, idempotency_key) DO NOTHING
          RETURNING ${JOB_COLUMNS}
        ), created AS (
@@ -107,7 +109,7 @@ export async function admitJob(db: Pool, job: NewJob): Promise<{ job: JobRecord;
          SELECT id, '${JobEventType.created}', jsonb_build_object('requestDigest', request_digest), created_at FROM inserted
        )
        SELECT * FROM inserted`,
-      [job.principalId, job.operation, job.idempotencyKey, job.requestDigest, job.schemaVersion, job.input, job.workflowId, job.billing === 'all-attempts' ? 'all_attempts' : 'winner'],
+      [job.principalId, job.operation, job.idempotencyKey, job.requestDigest, job.schemaVersion, job.input, job.workflowId, job.billing === 'all-attempts' ? 'all_attempts' : 'winner', job.routeVersion ?? null],
     );
     if (inserted.rows[0]) return { job: toJobRecord(inserted.rows[0]), created: true };
     const existing = await findJobByScope(db, job);

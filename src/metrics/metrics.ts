@@ -12,6 +12,11 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
   return {
     registry,
     jobsCreated: counter('onceflow_jobs_created_total', 'Jobs created: new intents admitted', ['operation']),
+    jobOutcomes: counter(
+      'onceflow_job_outcomes_total',
+      'Jobs by operation and route version: admitted, then succeeded, failed or cancelled, and the terminal jobs that had unknowns, contract violations or effects in review (the denominators of success and harm rates)',
+      ['operation', 'route', 'outcome'],
+    ),
     jobsReplayed: counter('onceflow_jobs_replayed_total', 'Submissions answered with an existing job (Idempotent-Replayed)', ['operation', 'terminal']),
     idempotencyConflicts: counter('onceflow_idempotency_conflicts_total', 'Same key, other request digest: 409', ['operation']),
     requestsRejected: counter('onceflow_requests_rejected_total', 'Requests rejected, by reason', ['reason']),

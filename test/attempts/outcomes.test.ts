@@ -1,6 +1,6 @@
 import { createOpenAiCompatibleProvider } from '../../src/providers/openai-compatible';
 import { freePort } from '../../src/stack/temporal-dev';
-import { isTerminalJob, startTestStack, submitReply, waitForJob, type TestStack } from '../harness/stack';
+import { isTerminalJob, runReply, startTestStack, submitReply, waitForJob, type TestStack } from '../harness/stack';
 
 /**
  * The attempt-outcome table of DESIGN.md, on the real stack: the Temporal dev
@@ -13,11 +13,7 @@ describe('attempt outcomes', () => {
   });
   afterAll(() => stack.close());
 
-  const run = async (message: string) => {
-    const submitted = await submitReply(stack, { message });
-    expect(submitted.statusCode).toBe(202);
-    return waitForJob(stack, submitted.json().id, isTerminalJob);
-  };
+  const run = (message: string) => runReply(stack, message);
   const eventTypes = (job: { events: Array<{ type: string }> }) => job.events.map((e) => e.type);
 
   it('succeeds with one attempt when the provider answers on contract', async () => {

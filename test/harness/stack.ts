@@ -167,6 +167,16 @@ export function submitReply(stack: TestStack, opts: { key?: string; message: str
   });
 }
 
+/**
+ * Submits a support reply as a new intent (202) and waits for the job to
+ * satisfy `until` (default: terminal).
+ */
+export async function runReply(stack: TestStack, message: string, until: (job: any) => boolean = isTerminalJob): Promise<any> {
+  const submitted = await submitReply(stack, { message });
+  expect(submitted.statusCode).toBe(202);
+  return waitForJob(stack, submitted.json().id, until);
+}
+
 /** The job as the API shows it to an operator. */
 export async function readJob(stack: TestStack, id: string): Promise<any> {
   const response = await stack.app.inject({ method: 'GET', url: `/v1/jobs/${id}`, headers: auth(KEYS.operator) });

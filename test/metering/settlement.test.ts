@@ -8,7 +8,7 @@ import { buildActivityDeps } from '../../src/worker/activity-deps';
 import { commitAttemptResult, markAttemptRunning, markAttemptUnknown, openAttempt, resolveAttempt, type AttemptRecord } from '../../src/ledger/attempts';
 import { cancelJob, failJob } from '../../src/ledger/jobs';
 import { SIM_PRICES } from '../../src/providers/config';
-import { auth, isTerminalJob, KEYS, readJob, startTestStack, submitReply, waitForJob, type TestStack } from '../harness/stack';
+import { auth, isTerminalJob, KEYS, readJob, runReply, startTestStack, submitReply, waitForJob, type TestStack } from '../harness/stack';
 
 /** An output on the support.reply contract. */
 const OUTPUT = { reply: 'We are on it.', escalate: false };
@@ -195,11 +195,7 @@ describe('metering on the real stack', () => {
   });
   afterAll(() => stack.close());
 
-  const run = async (message: string) => {
-    const submitted = await submitReply(stack, { message });
-    expect(submitted.statusCode).toBe(202);
-    return waitForJob(stack, submitted.json().id, (job) => isTerminalJob(job) && job.settlement !== undefined);
-  };
+  const run = (message: string) => runReply(stack, message, (job) => isTerminalJob(job) && job.settlement !== undefined);
 
   it("records the winner's usage as the provider reported it, priced exactly, and bills it", async () => {
     // Act

@@ -1,0 +1,61 @@
+import type { Queryable } from '../ledger/queryable';
+import { JobEventType } from '../ledger/events';
+import type { Metrics } from './metrics';
+
+/**
+ * The outcomes a job is counted under: admitted once, when its intent is
+ * admitted; then one terminal status and each harm it had, once, when it
+ * becomes terminal. These are the fixed denominators success and harm rates
+ * are computed from, by operation and route version.
+ */
+export const JobOutcome = {
+  admitted: 'admitted',
+  succeeded: 'succeeded',
+  failed: 'failed',
+  cancelled: 'cancelled',
+  withUnknowns: 'with_unknowns',
+  withContractViolations: 'with_contract_violations',
+  withEffectsInReview: 'with_effects_in_review',
+} as const;
+export type JobOutcome = (typeof JobOutcome)[keyof typeof JobOutcome];
+
+/** The label of a job admitted before route versions were recorded. */
+export const UNRECORDED_ROUTE = 'unrecorded';
+
+function warnUncounted(jobId: string) {
+  return (err: unknown) => process.emitWarning(`could not count the outcome of job ${jobId}: ${(err as Error).message}`);
+}
+
+/** Counts a job admitted to `routeVersion`. */
+export function countJobAdmitted(metrics: Metrics, operation: string, routeVersion: string | null | undefined): void {
+  metrics.jobOutcomes.inc({ operation, route: routeVersion ?? UNRECORDED_ROUTE, outcome: JobOutcome.admitted });
+}
+
+/**
+ * Counts the outcome of a job whose terminal write the caller has just
+ * committed (and only such a caller, so each job is counted once): its
+ * status and the harms it had on the way, read from the ledger.
+ * Never throws: a count that cannot be read is reported to `onError` (by
+ * default a process warning), and the job's own work is not failed for it.
+ */
+export async function countJobEnded(db: Queryable, metrics: Metrics, jobId: string, onError: (err: unknown) => void = warnUncounted(jobId)): Promise<void> {
+  try {
+    const { rows } = await db.query<{ operation: string; route_version: string | null; status: string; with_unknowns: boolean; with_contract_violations: boolean; with_effects_in_review: boolean }>(
+      `SELECT j.operation, j.route_version, j.status,
+              EXISTS (SELECT 1 FROM job_events e WHERE e.job_id = j.id AND e.type = $2) AS with_unknowns,
+              EXISTS (SELECT 1 FROM attempts a WHERE a.job_id = j.id AND a.error_class = 'contract_violation') AS with_contract_violations,
+              EXISTS (SELECT 1 FROM job_events e WHERE e.job_id = j.id AND e.type = $3) AS with_effects_in_review
+       FROM jobs j WHERE j.id = $1 AND j.terminal_at IS NOT NULL`,
+      [jobId, JobEventType.attemptUnknown, JobEventType.effectNeedsReview],
+    );
+    const row = rows[0];
+    if (!row) return;
+    const labels = { operation: row.operation, route: row.route_version ?? UNRECORDED_ROUTE };
+    metrics.jobOutcomes.inc({ ...labels, outcome: row.status as JobOutcome });
+    if (row.with_unknowns) metrics.jobOutcomes.inc({ ...labels, outcome: JobOutcome.withUnknowns });
+    if (row.with_contract_violations) metrics.jobOutcomes.inc({ ...labels, outcome: JobOutcome.withContractViolations });
+    if (row.with_effects_in_review) metrics.jobOutcomes.inc({ ...labels, outcome: JobOutcome.withEffectsInReview });
+  } catch (err) {
+    onError(err);
+  }
+}
