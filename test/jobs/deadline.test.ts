@@ -105,6 +105,9 @@ describe('the caller\'s deadline in the ledger', () => {
   beforeAll(async () => {
     stack = await startTestStack({
       worker: false,
+      // One provider, tried again after a minute's backoff.
+      route: [{ provider: 'sim-primary', model: 'sim-small' }],
+      env: { ONCEFLOW_ATTEMPT_BACKOFF_MS: '60000', ONCEFLOW_MAX_ATTEMPTS: '5' },
       operations: createRegistry([
         supportReply,
         { ...supportReply, name: 'support.strict', effectsAfterDeadline: false },
@@ -143,6 +146,37 @@ describe('the caller\'s deadline in the ledger', () => {
     const jobId = await wonThenPastDeadline('support.reply');
     const step = await stack.activities.advanceJob({ jobId, attemptId: randomUUID() });
     expect(step).toMatchObject({ kind: 'effects', names: ['message.send'] });
+  });
+
+  it('sends nothing for an attempt opened before the deadline and sent after it', async () => {
+    // Arrange: the step that opened the attempt was lost before it sent it; the deadline has passed since.
+    const jobId = (await submit(stack, { deadline: inMs(60_000), message: 'T-opened-late' })).json().id;
+    const attemptId = randomUUID();
+    const opened = await openAttempt(stack.db.pool, { jobId, attemptId, provider: 'sim-primary', model: 'sim-small' });
+    expect(opened.kind).toBe('opened');
+    await stack.db.pool.query(`UPDATE jobs SET deadline_at = now() - interval '1 second' WHERE id = $1`, [jobId]);
+
+    // Act: the step runs again with its attempt id
+    const step = await stack.activities.advanceJob({ jobId, attemptId, send: true });
+
+    // Assert
+    expect(step).toMatchObject({ kind: 'called', report: { status: 'failed', class: 'deadline_exceeded' } });
+    expect(stack.sims.primary.requests().filter((r) => r.messages.some((m) => m.content.includes('T-opened-late')))).toHaveLength(0);
+  });
+
+  it('fails the job rather than back off past the time one more attempt needs', async () => {
+    // Arrange: the only provider failed just now; trying it again waits a minute, with 30 s left.
+    const jobId = (await submit(stack, { deadline: inMs(30_000) })).json().id;
+    const opened = await openAttempt(stack.db.pool, { jobId, provider: 'sim-primary', model: 'sim-small' });
+    if (opened.kind !== 'opened') throw new Error('no attempt opened');
+    await stack.db.pool.query(`UPDATE attempts SET status = 'failed', ended_at = now(), error_class = 'server_error', error_detail = 'answered 500' WHERE id = $1`, [opened.attempt.id]);
+
+    // Act
+    const step = await stack.activities.advanceJob({ jobId, attemptId: randomUUID() });
+
+    // Assert
+    expect(step).toMatchObject({ kind: 'terminal', status: 'failed' });
+    expect((await readJob(stack, jobId)).error).toMatchObject({ type: 'deadline_exceeded', detail: expect.stringContaining("backoff") });
   });
 
   it('starts no attempt with less time left than the operation needs for one, and fails the job at once', async () => {
