@@ -131,7 +131,7 @@ export function createAttemptActivities(deps: ActivityDeps) {
    * Sends one attempt to its provider and writes what happened; see
    * callProvider. The caller has read the attempt (`starting`) and its job's input.
    */
-  async function sendAttempt(attempt: AttemptRecord, input: Record<string, unknown>): Promise<AttemptReport> {
+  async function sendAttempt(attempt: AttemptRecord, input: Record<string, unknown>, deadlineLeftMs: number | null = null): Promise<AttemptReport> {
     const operation = deps.operations.get(attempt.operation);
     const provider = deps.providers.get(attempt.provider);
     if (!operation || !provider) {
@@ -146,6 +146,11 @@ export function createAttemptActivities(deps: ActivityDeps) {
       await failAttempt(db, attempt.id, AttemptStatus.starting, { class: 'prompt_render', detail: render.problems.join('; '), evidence });
       return reportOf(attempt.id);
     }
+    // The caller's deadline bounds the call: with no time left, nothing is sent (the job fails at its next step).
+    if (deadlineLeftMs !== null && deadlineLeftMs < 1) {
+      await failAttempt(db, attempt.id, AttemptStatus.starting, { class: 'deadline_exceeded', detail: "the job's deadline passed before the request was sent; nothing was sent" });
+      return reportOf(attempt.id);
+    }
     // From here on the request may be sent: the ledger says so first (a CAS on `starting`).
     if (!(await markAttemptRunning(db, attempt.id))) return reportOf(attempt.id);
     let answer;
@@ -155,7 +160,8 @@ export function createAttemptActivities(deps: ActivityDeps) {
         model: attempt.model,
         messages: render.messages!,
         requestId: attempt.id,
-        timeoutMs: deps.attempts.timeoutMs,
+        // The attempt timeout, or the time left before the caller's deadline when that is shorter.
+        timeoutMs: deadlineLeftMs === null ? deps.attempts.timeoutMs : Math.min(deps.attempts.timeoutMs, deadlineLeftMs),
         temperature: 0,
         signal: Context.current().cancellationSignal,
       });
@@ -206,7 +212,7 @@ export function createAttemptActivities(deps: ActivityDeps) {
       try {
         const found = await getAttemptToSend(db, attemptId);
         if (!found) throw new Error(`attempt ${attemptId} is not in the ledger`);
-        return await sendAttempt(found.attempt, found.input);
+        return await sendAttempt(found.attempt, found.input, found.deadlineLeftMs);
       } finally {
         stopHeartbeat();
       }

@@ -18,6 +18,7 @@ import { listEffects } from '../ledger/effects';
 import { appendEvent, JobEventType } from '../ledger/events';
 import { failJob, takeJobsToSweep } from '../ledger/jobs';
 import { countJobEnded } from '../metrics/job-outcomes';
+import { DEFAULT_MIN_ATTEMPT_MS } from '../operations/operation';
 import { removeExpiredJobs } from '../ledger/retention';
 import type { AttemptKind, JobAction, JobStep, JobTimings, RouteStep } from '../temporal/contract';
 import { repairJobWorkflow } from '../temporal/starter';
@@ -95,15 +96,21 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
   async function advance(
     tx: PoolClient,
     request: { jobId: string; attemptId: string; send?: boolean },
-  ): Promise<Step & { toSend?: { attempt: AttemptRecord; input: Record<string, unknown> }; endedHere?: true }> {
+  ): Promise<Step & { toSend?: { attempt: AttemptRecord; input: Record<string, unknown>; deadlineLeftMs: number | null }; endedHere?: true; deadlineLeftMs?: number | null }> {
     const job = await lockJobRow(tx, request.jobId, { withInput: request.send });
     // Removed by retention: there is nothing left to drive.
     if (!job) return { kind: 'terminal', status: 'removed' };
     if (job.terminal) return { kind: 'terminal', status: job.status };
     // An accepted job becomes running as its first attempt opens (openAttemptLocked), in the same statement.
+    const operation = deps.operations.get(job.operation);
     if (job.completedBy) {
-      const settled = new Set((await listEffects(tx, job.id)).filter((effect) => effect.status === 'succeeded').map((effect) => effect.name));
-      return { kind: 'effects', names: (deps.operations.get(job.operation)?.effects ?? []).filter((name) => !settled.has(name)) };
+      const effects = await listEffects(tx, job.id);
+      // An operation that performs no effects after its caller's deadline fails the job instead, before any claim.
+      if (operation?.effectsAfterDeadline === false && operation.effects?.length && effects.length === 0 && job.deadlineLeftMs !== null && job.deadlineLeftMs <= 0) {
+        return fail(tx, job, 'deadline_exceeded', `the deadline passed ${-job.deadlineLeftMs} ms ago, after the AI step won and before any effect was claimed; ${job.operation} performs no effects after its deadline`);
+      }
+      const settled = new Set(effects.filter((effect) => effect.status === 'succeeded').map((effect) => effect.name));
+      return { kind: 'effects', names: (operation?.effects ?? []).filter((name) => !settled.has(name)) };
     }
 
     let attempts = await listAttempts(tx, job.id);
@@ -111,7 +118,7 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
     if (live?.status === AttemptStatus.unknown) return { kind: 'await', attemptId: live.id };
     if (live?.status === AttemptStatus.starting && live.id === request.attemptId) {
       // This step ran before, opened its attempt, and its answer was lost: the attempt is still to be sent.
-      return { kind: 'call', attemptId: live.id, provider: live.provider, model: live.model, seq: live.seq, ...(job.input ? { toSend: { attempt: live, input: job.input } } : {}) };
+      return { kind: 'call', attemptId: live.id, provider: live.provider, model: live.model, seq: live.seq, deadlineLeftMs: job.deadlineLeftMs, ...(job.input ? { toSend: { attempt: live, input: job.input, deadlineLeftMs: job.deadlineLeftMs } } : {}) };
     }
     if (live?.status === AttemptStatus.starting) {
       // Its call never marked it sent, and the CAS on `starting` keeps a late one from doing so now.
@@ -124,6 +131,12 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
       return { kind: 'await', attemptId: live.id };
     }
 
+    // Past the caller's deadline (or too close to it for one more attempt), a job with no winner fails;
+    // an unknown attempt was waited for above (invariant 4 holds past the deadline too).
+    const minAttemptMs = operation?.deadline?.minAttemptMs ?? DEFAULT_MIN_ATTEMPT_MS;
+    if (job.deadlineLeftMs !== null && job.deadlineLeftMs < minAttemptMs) {
+      return fail(tx, job, 'deadline_exceeded', deadlineDetail(job.deadlineLeftMs, minAttemptMs, attempts.length));
+    }
     if (attempts.length >= deps.attempts.maxAttempts) {
       const skipped = await skippedFallbacks(tx, job.id);
       const why = skipped.length ? `; fallbacks skipped: ${skipped.join('; ')}` : '';
@@ -143,6 +156,10 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
       const delayMs = Math.max(retryAfterMs, deps.attempts.backoffMs * 2 ** (failuresInARow(attempts, step.provider) - 1));
       const { rows } = await tx.query<{ wait_ms: string }>(`SELECT GREATEST(0, ceil(extract(epoch FROM ($1::timestamptz + $2 * interval '1 millisecond' - now())) * 1000)) AS wait_ms`, [last.endedAt, delayMs]);
       const waitMs = Number(rows[0]!.wait_ms);
+      // A backoff that would leave less than one attempt's time before the deadline ends the job now.
+      if (waitMs > 0 && job.deadlineLeftMs !== null && job.deadlineLeftMs - waitMs < minAttemptMs) {
+        return fail(tx, job, 'deadline_exceeded', `${deadlineDetail(job.deadlineLeftMs, minAttemptMs, attempts.length)}; the next attempt's backoff (${waitMs} ms) would have left less than that`);
+      }
       if (waitMs > 0) return { kind: 'backoff', ms: waitMs };
     }
     for (const skip of skipped) {
@@ -154,7 +171,13 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
     const kind: AttemptKind = !last ? 'first' : step.provider === last.provider ? 'retry' : 'fallback';
     metrics.attemptsStarted.inc({ operation: job.operation, provider: step.provider, kind });
     const { attempt } = opened;
-    return { kind: 'call', attemptId: attempt.id, provider: step.provider, model: step.model, seq: attempt.seq, ...(job.input ? { toSend: { attempt, input: job.input } } : {}) };
+    return { kind: 'call', attemptId: attempt.id, provider: step.provider, model: step.model, seq: attempt.seq, deadlineLeftMs: job.deadlineLeftMs, ...(job.input ? { toSend: { attempt, input: job.input, deadlineLeftMs: job.deadlineLeftMs } } : {}) };
+  }
+
+  /** Why a job failed at its deadline, in so many words. */
+  function deadlineDetail(leftMs: number, minAttemptMs: number, attemptsMade: number): string {
+    const when = leftMs <= 0 ? `the deadline passed ${-leftMs} ms ago` : `${leftMs} ms were left before the deadline, less than the ${minAttemptMs} ms one attempt needs`;
+    return `${when}, with no winner after ${attemptsMade} attempt${attemptsMade === 1 ? '' : 's'}; no new attempt was started`;
   }
 
   return {
@@ -165,12 +188,15 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
      * what came of it.
      */
     async advanceJob(request: { jobId: string; attemptId: string; send?: boolean }): Promise<JobStep> {
-      const { toSend, endedHere, ...action } = await inTransaction(db, (tx) => advance(tx, request));
+      const { toSend, endedHere, deadlineLeftMs, ...action } = await inTransaction(db, (tx) => advance(tx, request));
       if (endedHere) await countJobEnded(db, metrics, request.jobId);
+      // A call's timeouts are the attempt timeout, or the time left before the caller's deadline when that is shorter.
+      const left = deadlineLeftMs ?? null;
+      const stepTimings = action.kind === 'call' && left !== null ? { ...timings, attemptTimeoutMs: Math.max(1, Math.min(timings.attemptTimeoutMs, left)) } : timings;
       if (request.send && action.kind === 'call' && toSend) {
-        return { kind: 'called', attemptId: action.attemptId, seq: action.seq, report: await attempts.sendAttempt(toSend.attempt, toSend.input), timings };
+        return { kind: 'called', attemptId: action.attemptId, seq: action.seq, report: await attempts.sendAttempt(toSend.attempt, toSend.input, toSend.deadlineLeftMs), timings: stepTimings };
       }
-      return { ...action, timings };
+      return { ...action, timings: stepTimings };
     },
 
     /**

@@ -14,6 +14,8 @@ export interface Intent extends JobScope {
   billing?: BillingPolicy;
   /** The version of the route that will serve a new job; recorded with it, never changed by a retry. */
   routeVersion?: string;
+  /** The caller's deadline for a new job; a retry never changes the stored one. */
+  deadlineAt?: Date;
 }
 
 export interface Admission {

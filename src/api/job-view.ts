@@ -1,6 +1,7 @@
 import type { JobDetails } from '../ledger/job-details';
 import { JobStatus } from '../jobs/status';
 import type { JobListItem } from '../ledger/job-list';
+import type { JobRecord } from '../ledger/jobs';
 import type { JobSummaryView, JobView } from './schemas';
 
 export interface ViewContext {
@@ -19,15 +20,26 @@ export function renderJob({ job, details, settlement }: JobDetails, context: Vie
     status: job.status,
     ...(job.status === JobStatus.succeeded ? { result: job.result } : {}),
     ...(job.status === JobStatus.failed && job.error ? { error: job.error } : {}),
-    attempts: details.attempts as JobView['attempts'],
+    attempts: job.status === JobStatus.failed && job.deadlineAt ? withDeadlineUse(details.attempts as JobView['attempts'], job) : (details.attempts as JobView['attempts']),
     effects: details.effects as JobView['effects'],
     events: details.events,
     ...(settlement ? { settlement: settlement as JobView['settlement'] } : {}),
+    ...(job.deadlineAt ? { deadline: job.deadlineAt.toISOString() } : {}),
     workflowId: job.workflowId,
     createdAt: job.createdAt.toISOString(),
     updatedAt: job.updatedAt.toISOString(),
     links: jobLinks(job, context),
   };
+}
+
+/** Each attempt with how much of the job's deadline it used (a failed job's view). */
+function withDeadlineUse(attempts: JobView['attempts'], job: JobRecord): JobView['attempts'] {
+  const wholeMs = Math.max(1, job.deadlineAt!.getTime() - job.createdAt.getTime());
+  const jobEndMs = (job.terminalAt ?? job.updatedAt).getTime();
+  return attempts.map((attempt) => {
+    const ms = Math.max(0, (attempt.endedAt ? Date.parse(attempt.endedAt) : jobEndMs) - Date.parse(attempt.startedAt));
+    return { ...attempt, deadlineUsed: { ms, share: Math.round((ms / wholeMs) * 1000) / 1000 } };
+  });
 }
 
 /** A job as an operator's list shows it. */

@@ -11,6 +11,7 @@ import { renderJob, renderJobSummary } from './job-view';
 import { listJobs } from '../ledger/job-list';
 import { decodeCursor, encodeCursor } from './list-cursor';
 import { refuseDuplicateHeader } from './edge-guards';
+import { effectiveDeadline, parseRequestDeadline, refusePastDeadline } from './request-deadline';
 import { notFound, ProblemError, ProblemType } from './problems';
 import { AttemptNotFoundError, AttemptNotUnknownError, resolveAttempt } from '../ledger/attempts';
 import { cancelJob } from '../ledger/jobs';
@@ -56,6 +57,13 @@ function idempotencyKeyOf(request: FastifyRequest): string {
     throw new ProblemError(400, ProblemType.invalidIdempotencyKey, 'Invalid Idempotency-Key', 'the Idempotency-Key must be 1 to 255 printable ASCII characters, not starting or ending with a space');
   }
   return header;
+}
+
+/** The Request-Deadline header's instant, if one was sent. @throws ProblemError 400 (duplicate-header, invalid-deadline). */
+function requestDeadlineOf(request: FastifyRequest): { at: Date; raw: string } | undefined {
+  refuseDuplicateHeader(request, 'Request-Deadline');
+  const raw = request.headers['request-deadline'] as string | undefined;
+  return raw === undefined ? undefined : { at: parseRequestDeadline(raw), raw };
 }
 
 /**
@@ -147,12 +155,14 @@ export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps): Pr
         if (request.principal?.operator) throw new ProblemError(403, ProblemType.forbidden, 'Forbidden', 'operator keys do not submit jobs; submit with the API key of the principal the job is for');
         idempotencyKeyOf(request);
         waitSecondsOf(request.headers.prefer as string | undefined);
+        requestDeadlineOf(request);
       },
     },
     async (request, reply) => {
       const principal = request.principal!;
       const idempotencyKey = idempotencyKeyOf(request);
       const waitSeconds = waitSecondsOf(request.headers.prefer as string | undefined);
+      const requested = requestDeadlineOf(request);
       const { operation: operationName, input } = request.body;
       const operation = deps.operations.get(operationName);
       if (!operation) {
@@ -171,6 +181,8 @@ export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps): Pr
         throw new ProblemError(400, ProblemType.validation, 'Invalid input', `the input is not valid for ${operation.name} v${schemaVersion}: ${errors.map((e) => `${e.pointer} ${e.detail}`).join('; ')}`, { errors });
       }
 
+      const now = new Date();
+      const deadlineAt = effectiveDeadline(requested?.at, operation.deadline, now);
       let admission;
       try {
         admission = await admit(db, deps.workflows, {
@@ -181,7 +193,14 @@ export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps): Pr
           input,
           ...(operation.billing ? { billing: operation.billing } : {}),
           routeVersion: routeVersionFor(operation.name),
-        }, { beforeNewJob: () => refuseOverBudget(principal.id) });
+          ...(deadlineAt ? { deadlineAt } : {}),
+        }, {
+          beforeNewJob: async () => {
+            // Only a new intent: a retry of an existing key is answered whatever its header says now.
+            refusePastDeadline(deadlineAt, requested?.raw, now);
+            await refuseOverBudget(principal.id);
+          },
+        });
       } catch (err) {
         if (err instanceof IdempotencyKeyReusedError) {
           metrics.idempotencyConflicts.inc({ operation: operation.name });

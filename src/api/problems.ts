@@ -31,6 +31,7 @@ export const ProblemType = {
   methodNotAllowed: 'method-not-allowed',
   notImplemented: 'not-implemented',
   duplicateHeader: 'duplicate-header',
+  invalidDeadline: 'invalid-deadline',
 } as const;
 export type ProblemType = (typeof ProblemType)[keyof typeof ProblemType];
 

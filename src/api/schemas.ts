@@ -133,6 +133,15 @@ export const AttemptSchema = Type.Object({
   evidence: Type.Optional(OpenObject('what the provider answered, kept when it broke the contract (2 KiB at most)')),
   resolution: Type.Optional(Resolution),
   usage: Type.Optional(UsageSchema),
+  deadlineUsed: Type.Optional(
+    Type.Object(
+      {
+        ms: Type.Integer({ minimum: 0, description: 'from the attempt opening to its end (or to the job ending, for an attempt that never ended)' }),
+        share: Type.Number({ minimum: 0, description: "that time as a share of the job's whole deadline (from its creation to the deadline)" }),
+      },
+      { additionalProperties: false, description: "on a failed job with a deadline: how much of the deadline this attempt used" },
+    ),
+  ),
 });
 
 export const EffectSchema = Type.Object({
@@ -168,6 +177,7 @@ export const JobSchema = Type.Object(
     effects: Type.Array(EffectSchema),
     events: Type.Array(EventSchema),
     settlement: Type.Optional(SettlementSchema),
+    deadline: Type.Optional(Type.String({ format: 'date-time', description: "the caller's deadline (Request-Deadline, or the operation's default), as stored by the request that created the job" })),
     workflowId: Type.String(),
     createdAt: Timestamp,
     updatedAt: Timestamp,
@@ -243,6 +253,9 @@ export const PREFER_BAD_WAIT_PATTERN = `(^|[,; \\t])[Ww][Aa][Ii][Tt][ \\t]*=[ \\
  */
 export const IDEMPOTENCY_KEY_PATTERN = '^[\\x21-\\x7E]([\\x20-\\x7E]{0,253}[\\x21-\\x7E])?$';
 
+/** The shape of Request-Deadline (RFC 3339 date-time with offset); api/request-deadline.ts also checks the day exists. */
+export const REQUEST_DEADLINE_PATTERN = '^\\d{4}-\\d{2}-\\d{2}[Tt]\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?([Zz]|[+-]\\d{2}:\\d{2})$';
+
 export const SubmitHeadersSchema = Type.Object({
   'Idempotency-Key': Type.String({
     minLength: 1,
@@ -256,6 +269,14 @@ export const SubmitHeadersSchema = Type.Object({
       not: { pattern: PREFER_BAD_WAIT_PATTERN },
       description: 'wait=N (0 to 60): wait up to N seconds for a terminal state before answering; other preferences are ignored',
       examples: ['wait=10'],
+    }),
+  ),
+  'Request-Deadline': Type.Optional(
+    Type.String({
+      pattern: REQUEST_DEADLINE_PATTERN,
+      description:
+        "the caller's deadline for a new job, an RFC 3339 date-time with its offset; not part of the intent (not in the digest); stored by the request that creates the job and never changed by a retry; a later one than the operation's maximum is shortened to it. Malformed, or past for a new key: 400 invalid-deadline",
+      examples: ['2026-12-01T09:30:00Z'],
     }),
   ),
 });

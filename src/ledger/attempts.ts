@@ -197,9 +197,14 @@ export interface LockedJob {
   version: number;
   terminal: boolean;
   completedBy: string | null;
+  /** Milliseconds left before the caller's deadline by the database's clock (0 or less: passed), or null without one. */
+  deadlineLeftMs: number | null;
   /** The job's input, when asked for. */
   input?: Record<string, unknown>;
 }
+
+/** Milliseconds from the transaction's now() to jobs.deadline_at (NULL without a deadline), as SQL. */
+const DEADLINE_LEFT_MS = `floor(extract(epoch FROM deadline_at - now()) * 1000)::bigint`;
 
 /**
  * Locks a job row for the rest of the caller's transaction. Every transition
@@ -207,19 +212,42 @@ export interface LockedJob {
  * child row, so two of them never deadlock.
  */
 export async function lockJobRow(tx: PoolClient, jobId: string, opts: { withInput?: boolean } = {}): Promise<LockedJob | undefined> {
-  const { rows } = await tx.query<{ id: string; operation: string; status: string; version: string; terminal: boolean; completed_by: string | null; input?: Record<string, unknown> }>(
-    `SELECT id, operation, status, version, terminal_at IS NOT NULL AS terminal, completed_by${opts.withInput ? ', input' : ''} FROM jobs WHERE id = $1 FOR UPDATE`,
+  const { rows } = await tx.query<{
+    id: string;
+    operation: string;
+    status: string;
+    version: string;
+    terminal: boolean;
+    completed_by: string | null;
+    deadline_left_ms: string | null;
+    input?: Record<string, unknown>;
+  }>(
+    `SELECT id, operation, status, version, terminal_at IS NOT NULL AS terminal, completed_by, ${DEADLINE_LEFT_MS} AS deadline_left_ms${opts.withInput ? ', input' : ''}
+     FROM jobs WHERE id = $1 FOR UPDATE`,
     [jobId],
   );
   const row = rows[0];
   if (!row) return undefined;
-  return { id: row.id, operation: row.operation, status: row.status, version: Number(row.version), terminal: row.terminal, completedBy: row.completed_by, ...(row.input ? { input: row.input } : {}) };
+  return {
+    id: row.id,
+    operation: row.operation,
+    status: row.status,
+    version: Number(row.version),
+    terminal: row.terminal,
+    completedBy: row.completed_by,
+    deadlineLeftMs: row.deadline_left_ms === null ? null : Number(row.deadline_left_ms),
+    ...(row.input ? { input: row.input } : {}),
+  };
 }
 
-/** An attempt with its job's input: what sending it needs, in one read. */
-export async function getAttemptToSend(db: Queryable, attemptId: string): Promise<{ attempt: AttemptRecord; input: Record<string, unknown> } | undefined> {
-  const { rows } = await db.query<AttemptRow & { job_input: Record<string, unknown> }>('SELECT a.*, j.input AS job_input FROM attempts a JOIN jobs j ON j.id = a.job_id WHERE a.id = $1', [attemptId]);
-  return rows[0] ? { attempt: toAttempt(rows[0]), input: rows[0].job_input } : undefined;
+/** An attempt with its job's input and the time left before its deadline: what sending it needs, in one read. */
+export async function getAttemptToSend(db: Queryable, attemptId: string): Promise<{ attempt: AttemptRecord; input: Record<string, unknown>; deadlineLeftMs: number | null } | undefined> {
+  const { rows } = await db.query<AttemptRow & { job_input: Record<string, unknown>; deadline_left_ms: string | null }>(
+    `SELECT a.*, j.input AS job_input, ${DEADLINE_LEFT_MS.replace('deadline_at', 'j.deadline_at')} AS deadline_left_ms FROM attempts a JOIN jobs j ON j.id = a.job_id WHERE a.id = $1`,
+    [attemptId],
+  );
+  const row = rows[0];
+  return row ? { attempt: toAttempt(row), input: row.job_input, deadlineLeftMs: row.deadline_left_ms === null ? null : Number(row.deadline_left_ms) } : undefined;
 }
 
 /**

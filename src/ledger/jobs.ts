@@ -19,6 +19,8 @@ export interface JobRecord extends JobScope {
   createdAt: Date;
   updatedAt: Date;
   terminalAt: Date | null;
+  /** The caller's deadline, or null when the job has none. */
+  deadlineAt: Date | null;
 }
 
 interface JobRow {
@@ -37,6 +39,7 @@ interface JobRow {
   created_at: Date;
   updated_at: Date;
   terminal_at: Date | null;
+  deadline_at: Date | null;
 }
 
 /**
@@ -45,7 +48,7 @@ interface JobRow {
  * not pay for parsing it.
  */
 export const JOB_COLUMNS = `id, principal_id, operation, idempotency_key, request_digest, schema_version, status, result, error,
-  version, completed_by, workflow_id, created_at, updated_at, terminal_at`;
+  version, completed_by, workflow_id, created_at, updated_at, terminal_at, deadline_at`;
 
 export function toJobRecord(row: JobRow): JobRecord {
   return {
@@ -64,6 +67,7 @@ export function toJobRecord(row: JobRow): JobRecord {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     terminalAt: row.terminal_at,
+    deadlineAt: row.deadline_at ?? null,
   };
 }
 
@@ -84,6 +88,8 @@ export interface NewJob extends JobScope {
   billing?: BillingPolicy;
   /** The route version that serves the job (providers/route-version). */
   routeVersion?: string;
+  /** The caller's deadline; not part of the intent, so not of its digest. */
+  deadlineAt?: Date;
 }
 
 /**
@@ -100,8 +106,8 @@ export async function admitJob(db: Pool, job: NewJob): Promise<{ job: JobRecord;
     // The created event is written by the same statement, only when the row was.
     const inserted = await db.query<JobRow>(
       `WITH inserted AS (
-         INSERT INTO jobs (principal_id, operation, idempotency_key, request_digest, schema_version, input, workflow_id, billing, route_version)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+         INSERT INTO jobs (principal_id, operation, idempotency_key, request_digest, schema_version, input, workflow_id, billing, route_version, deadline_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
          ON CONFLICT (principal_id, operation, idempotency_key) DO NOTHING
          RETURNING ${JOB_COLUMNS}
        ), created AS (
@@ -109,7 +115,7 @@ export async function admitJob(db: Pool, job: NewJob): Promise<{ job: JobRecord;
          SELECT id, '${JobEventType.created}', jsonb_build_object('requestDigest', request_digest), created_at FROM inserted
        )
        SELECT * FROM inserted`,
-      [job.principalId, job.operation, job.idempotencyKey, job.requestDigest, job.schemaVersion, job.input, job.workflowId, job.billing === 'all-attempts' ? 'all_attempts' : 'winner', job.routeVersion ?? null],
+      [job.principalId, job.operation, job.idempotencyKey, job.requestDigest, job.schemaVersion, job.input, job.workflowId, job.billing === 'all-attempts' ? 'all_attempts' : 'winner', job.routeVersion ?? null, job.deadlineAt ?? null],
     );
     if (inserted.rows[0]) return { job: toJobRecord(inserted.rows[0]), created: true };
     const existing = await findJobByScope(db, job);

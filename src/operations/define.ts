@@ -1,4 +1,4 @@
-import type { InputVersion, JsonSchema } from './operation';
+import type { DeadlinePolicy, InputVersion, JsonSchema } from './operation';
 
 /**
  * A business check stated as data: a field of the output (a JSON pointer), the
@@ -47,6 +47,10 @@ export interface OperationSpec<Input = any, Output = any> {
   effects?: string[];
   /** What the principal is billed: the winning attempt's cost (default), or every attempt's. */
   billing?: BillingPolicy;
+  /** The caller's deadline: default, maximum and the least time left worth an attempt (milliseconds). */
+  deadline?: DeadlinePolicy;
+  /** Whether effects still run once the deadline has passed (default true); false fails the job before any claim. */
+  effectsAfterDeadline?: boolean;
   result?: DeclaredResult;
   finalize?(output: Output, receipts: Record<string, Record<string, unknown>>): unknown;
 }

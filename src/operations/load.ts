@@ -231,6 +231,10 @@ function checkSpec(spec: OperationSpec, origin: { file: string; pointer: string 
   (spec.effects ?? []).forEach((name, index) => {
     if (!knownEffects.has(name)) counted(`${at}/effects/${index}`, `effect ${JSON.stringify(name)} has no adapter: it is neither built in (${BUILT_IN_EFFECTS.join(', ')}) nor declared under effects`);
   });
+  const deadline = spec.deadline;
+  if (deadline?.defaultMs !== undefined && deadline.maxMs !== undefined && deadline.defaultMs > deadline.maxMs) {
+    counted(`${at}/deadline/defaultMs`, `the default deadline (${deadline.defaultMs} ms) is later than the maximum (${deadline.maxMs} ms)`);
+  }
   for (const [field, from] of Object.entries(spec.result?.fields ?? {})) {
     if (!(spec.effects ?? []).includes(from.effect)) counted(`${at}/result/fields/${escapeToken(field)}/effect`, `${JSON.stringify(from.effect)} is not one of this operation's effects`);
   }
@@ -257,6 +261,8 @@ function checkSpec(spec: OperationSpec, origin: { file: string; pointer: string 
     ...(finalize ? { finalize } : {}),
     ...(spec.effects ? { effects: [...spec.effects] } : {}),
     ...(spec.billing ? { billing: spec.billing } : {}),
+    ...(spec.deadline ? { deadline: { ...spec.deadline } } : {}),
+    ...(spec.effectsAfterDeadline !== undefined ? { effectsAfterDeadline: spec.effectsAfterDeadline } : {}),
     ...(spec.probes ? { probes: spec.probes } : {}),
   };
 }

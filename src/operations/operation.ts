@@ -26,6 +26,19 @@ export interface InputVersion<Input = unknown> {
   origin?: DeclarationOrigin;
 }
 
+/** How an operation treats its callers' deadlines; every value in milliseconds. */
+export interface DeadlinePolicy {
+  /** The deadline of a request that names none: this long after it arrives. Without it, such a job has none. */
+  defaultMs?: number;
+  /** The latest deadline a request may have, counted from its arrival: a later one is shortened to it. */
+  maxMs?: number;
+  /** No new attempt starts with less time than this left before the deadline (default 1000). */
+  minAttemptMs?: number;
+}
+
+/** The least time left worth a new attempt, when an operation does not say. */
+export const DEFAULT_MIN_ATTEMPT_MS = 1_000;
+
 /**
  * A registered kind of work: its input schemas (versioned), the AI step's
  * prompt and output contract, and its default provider route.
@@ -52,6 +65,10 @@ export interface OperationDefinition<Input = any, Output = any> {
   effects?: string[];
   /** What the principal is billed for a job; default: the winning attempt's cost. */
   billing?: BillingPolicy;
+  /** The caller's deadline (Request-Deadline): its default, its latest, and the least time left worth an attempt. */
+  deadline?: DeadlinePolicy;
+  /** Whether a job whose AI step has a winner still performs its effects once its deadline has passed (default true). */
+  effectsAfterDeadline?: boolean;
   /**
    * The job's result from the winning output and the effects' receipts (by
    * effect name). Without it, the result is the output itself.

@@ -96,6 +96,15 @@ describe('the HTTP edge', () => {
     expect(rows.rowCount).toBe(0);
   });
 
+  it('refuses two Request-Deadline headers (which Node would join into one value)', async () => {
+    const response = await request(
+      `POST /v1/jobs HTTP/1.1\r\nAuthorization: Bearer ${KEYS.alice}\r\nIdempotency-Key: ${randomUUID()}\r\nRequest-Deadline: 2099-01-01T00:00:00Z\r\nRequest-Deadline: 2099-01-02T00:00:00Z`,
+      jobBody,
+    );
+    expectProblem(response, 400, /\/duplicate-header$/);
+    expect(response.json().detail).toMatch(/Request-Deadline/);
+  });
+
   it('refuses two Authorization headers (of which Node would keep the first)', async () => {
     // Act
     const response = await request(`GET /v1/jobs/${randomUUID()} HTTP/1.1\r\nAuthorization: Bearer ${KEYS.alice}\r\nAuthorization: Bearer ${KEYS.bob}`);

@@ -25,8 +25,8 @@ export interface TimeSkippingStack {
   taskQueue: string;
   /** Runs fn with a fresh worker polling the task queue (one worker per test). */
   withWorker<T>(fn: () => Promise<T>): Promise<T>;
-  /** Admits a support.reply job and starts its workflow; returns its ids. */
-  startJob(message: string): Promise<{ jobId: string; workflowId: string }>;
+  /** Admits a support.reply job (with the caller's deadline, if given) and starts its workflow; returns its ids. */
+  startJob(message: string, opts?: { deadlineAt?: Date }): Promise<{ jobId: string; workflowId: string }>;
   close(): Promise<void>;
 }
 
@@ -89,10 +89,17 @@ export async function startTimeSkippingStack(settings: NodeJS.ProcessEnv = {}, o
         workers.delete(worker);
       }
     },
-    async startJob(message) {
+    async startJob(message, opts = {}) {
       const scope = { principalId: 'alice', operation: 'support.reply', idempotencyKey: randomUUID() };
       const input = { ticketId: 'T-9', customerMessage: message, channel: 'chat' };
-      const { job } = await admitJob(db.pool, { ...scope, input, schemaVersion: 1, requestDigest: requestDigest(scope.operation, 1, input), workflowId: jobWorkflowId(scope) });
+      const { job } = await admitJob(db.pool, {
+        ...scope,
+        input,
+        schemaVersion: 1,
+        requestDigest: requestDigest(scope.operation, 1, input),
+        workflowId: jobWorkflowId(scope),
+        ...(opts.deadlineAt ? { deadlineAt: opts.deadlineAt } : {}),
+      });
       const args: [JobWorkflowInput] = [{ jobId: job.id, searchAttributes: false, revision: JOB_WORKFLOW_REVISION }];
       await env.client.workflow.start(JOB_WORKFLOW, { taskQueue, workflowId: job.workflowId, args });
       return { jobId: job.id, workflowId: job.workflowId };
