@@ -6,6 +6,7 @@
 import type { Exchange } from './api-client';
 import type { JobView } from './job-view';
 import type { Observation } from './observe';
+import { DEFAULT_MIN_ATTEMPT_MS } from '../src/operations/operation';
 
 /** Each kind is a column of the report. */
 export const VIOLATION_KINDS = {
@@ -26,6 +27,8 @@ export const VIOLATION_KINDS = {
   phantom: 'an attempt the ledger failed for anything but its answer was never executed by its provider (no hidden second execution)',
   outcome: 'a job fails only for a cause the trial gave it (failing providers, a refusing downstream, an effect an operator settled as failed)',
   'one-bill': 'a terminal job has exactly one settlement, of its status and all its attempts, billing nothing unless it succeeded; an open job has none',
+  deadline:
+    "the caller's deadline is the one the request sent; no attempt opens with less than one attempt's minimum left; a job fails deadline_exceeded only with no attempt left unknown and no earlier than that minimum before its deadline",
 } as const;
 export type ViolationKind = keyof typeof VIOLATION_KINDS;
 
@@ -56,9 +59,20 @@ const jobBody = (exchange: Exchange): JobView | undefined => {
 
 const isSubmit = (exchange: Exchange): boolean => exchange.label === 'submit' || exchange.label === 'replay';
 
+/** No job at all is right only when the intent's deadline had passed before any submit was admitted: each was refused for it. */
+function refusedForItsDeadline(obs: Observation): boolean {
+  const submits = obs.exchanges.filter((e) => e.label === 'submit' && e.status !== 0);
+  return (
+    obs.jobs.length === 0 &&
+    obs.requestDeadline !== undefined &&
+    submits.length > 0 &&
+    submits.every((e) => e.status === 400 && String((e.body as { type?: unknown } | undefined)?.type ?? '').endsWith('/invalid-deadline') && e.startedAt >= obs.requestDeadline!)
+  );
+}
+
 export function checkOneJob(obs: Observation): Violation[] {
   const violations: Violation[] = [];
-  if (obs.jobs.length !== 1) violations.push({ kind: 'one-job', detail: `the intent has ${obs.jobs.length} jobs: ${obs.jobs.map((j) => `${j.id} (key ${j.idempotencyKey})`).join(', ') || 'none'}` });
+  if (obs.jobs.length !== 1 && !refusedForItsDeadline(obs)) violations.push({ kind: 'one-job', detail: `the intent has ${obs.jobs.length} jobs: ${obs.jobs.map((j) => `${j.id} (key ${j.idempotencyKey})`).join(', ') || 'none'}` });
   const ids = new Set(obs.exchanges.filter(isSubmit).map(jobBody).filter((b) => b !== undefined).map((b) => b.id));
   const job = obs.jobs.find((j) => j.idempotencyKey === obs.idempotencyKey);
   if (ids.size > 1) violations.push({ kind: 'one-job', detail: `2xx answers to one key named ${ids.size} jobs: ${[...ids].join(', ')}` });
@@ -67,7 +81,7 @@ export function checkOneJob(obs: Observation): Violation[] {
 }
 
 export function checkConflict(obs: Observation): Violation[] {
-  if (!obs.conflictSent) return [];
+  if (!obs.conflictSent || refusedForItsDeadline(obs)) return [];
   const answers = obs.exchanges.filter((e) => e.label === 'conflict');
   const last = answers[answers.length - 1];
   if (!last) return [{ kind: 'conflict-409', detail: 'the conflicting submit was never sent' }];
@@ -215,6 +229,29 @@ export function checkBills(obs: Observation): Violation[] {
   return violations;
 }
 
+/** The caller's deadline, from the ledger (the database's clock on both sides). */
+export function checkDeadline(obs: Observation): Violation[] {
+  const violations: Violation[] = [];
+  const job = obs.jobs.find((j) => j.idempotencyKey === obs.idempotencyKey);
+  if (!job) return [];
+  if (obs.requestDeadline !== undefined && job.deadlineAt !== obs.requestDeadline) {
+    violations.push({ kind: 'deadline', detail: `the request sent the deadline ${new Date(obs.requestDeadline).toISOString()}; the job has ${job.deadlineAt === null ? 'none' : new Date(job.deadlineAt).toISOString()}` });
+  }
+  if (job.deadlineAt === null) return violations;
+  for (const attempt of obs.attempts.filter((a) => a.jobId === job.id)) {
+    const leftMs = job.deadlineAt - attempt.startedAt;
+    if (leftMs < DEFAULT_MIN_ATTEMPT_MS) violations.push({ kind: 'deadline', detail: `attempt #${attempt.seq} (${attempt.provider}) opened with ${leftMs} ms left before the deadline, less than ${DEFAULT_MIN_ATTEMPT_MS} ms` });
+  }
+  if (job.status === 'failed' && (job.error as { type?: unknown } | null)?.type === 'deadline_exceeded') {
+    const live = obs.attempts.filter((a) => a.jobId === job.id && ['starting', 'running', 'unknown'].includes(a.status));
+    if (live.length) violations.push({ kind: 'deadline', detail: `job ${job.id} failed deadline_exceeded with attempt #${live[0]!.seq} still ${live[0]!.status}` });
+    if (job.terminalAt !== null && job.terminalAt < job.deadlineAt - DEFAULT_MIN_ATTEMPT_MS) {
+      violations.push({ kind: 'deadline', detail: `job ${job.id} failed deadline_exceeded ${job.deadlineAt - job.terminalAt} ms before its deadline` });
+    }
+  }
+  return violations;
+}
+
 /** Every check on one trial. */
 export function checkTrial(obs: Observation): Violation[] {
   return [
@@ -231,5 +268,6 @@ export function checkTrial(obs: Observation): Violation[] {
     ...checkPhantoms(obs),
     ...checkBadInput(obs),
     ...checkBills(obs),
+    ...checkDeadline(obs),
   ];
 }

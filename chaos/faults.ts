@@ -69,6 +69,8 @@ export interface TrialPlan {
   /** What the suite's operator says when it resolves an unknown attempt that never answers. */
   operatorOutcome: 'failed' | 'cancelled';
   badInput?: BadInput;
+  /** Every submit of the intent carries Request-Deadline: this long after the trial's first submit. */
+  deadlineAfterMs?: number;
 }
 
 const AT = SETTINGS.attemptTimeoutMs;
@@ -258,6 +260,8 @@ export function drawPlan(runSeed: number, trial: number, runTag: string): TrialP
     operatorOutcome: rng.chance(0.7) ? 'failed' : 'cancelled',
     // Drawn last, so the draws above stay those of earlier versions of the catalogue.
     ...(rng.chance(0.12) ? { badInput: rng.pick<BadInput>(['nul-in-body', 'lone-surrogate-in-body', 'nul-in-query', 'nul-in-path']) } : {}),
+    // From under one attempt's minimum (the job fails at once) to room for a fallback and reconciliation.
+    ...(rng.chance(0.2) ? { deadlineAfterMs: rng.int(500, 4 * AT) } : {}),
   };
 }
 
@@ -272,6 +276,8 @@ const DELIVERS = new Set<SinkFault['kind']>(['ok', 'delay', 'reset', 'reset-once
  * fallback answers and no process fault can spend an attempt meanwhile.
  */
 export function expectsSuccess(plan: TrialPlan): boolean {
+  // A caller's deadline is a reason to fail.
+  if (plan.deadlineAfterMs !== undefined) return false;
   const primaryAnswers = plan.race.kind === 'none' && ANSWERS.has(plan.primary.kind);
   const backupAnswers = ANSWERS.has(plan.backup.kind) && plan.process.kind === 'none';
   return DELIVERS.has(plan.sink.kind) && (primaryAnswers || backupAnswers);
@@ -293,5 +299,6 @@ export function faultKinds(plan: TrialPlan): string[] {
   if (plan.race.kind !== 'none') kinds.push(plan.race.kind);
   if (plan.secondWorker) kinds.push('second-worker');
   if (plan.badInput) kinds.push(`bad-input:${plan.badInput}`);
+  if (plan.deadlineAfterMs !== undefined) kinds.push('deadline');
   return kinds;
 }

@@ -20,6 +20,8 @@ export interface JobRow {
   completedBy: string | null;
   terminalAt: number | null;
   workflowId: string;
+  /** The caller's deadline the ledger stored (epoch ms), or null. */
+  deadlineAt: number | null;
 }
 
 export interface AttemptRow {
@@ -31,6 +33,8 @@ export interface AttemptRow {
   errorClass: string | null;
   /** An operator resolved it. */
   resolved: boolean;
+  /** When it was opened (epoch ms, the database's clock). */
+  startedAt: number;
   /** What its provider's request lookup says it did with the attempt's request. */
   atProvider?: 'absent' | 'executing' | 'completed' | 'unreachable';
 }
@@ -81,6 +85,8 @@ export interface Observation {
   expectSuccess: boolean;
   /** Processes of the stack that died during the trial without the suite killing them. */
   crashes: Array<{ name: string; at: number; detail: string }>;
+  /** The Request-Deadline every submit carried (epoch ms), when the trial drew one. */
+  requestDeadline?: number;
 }
 
 async function retrying<T>(read: () => Promise<T>, tries = 20): Promise<T> {
@@ -98,12 +104,12 @@ async function retrying<T>(read: () => Promise<T>, tries = 20): Promise<T> {
 export async function readLedger(db: Pool, ticketId: string): Promise<{ jobs: JobRow[]; attempts: AttemptRow[]; effects: EffectRow[]; settlements: SettlementRow[] }> {
   return retrying(async () => {
     const jobs = await db.query(
-      `SELECT id, idempotency_key, status, result, error, completed_by, terminal_at, workflow_id
+      `SELECT id, idempotency_key, status, result, error, completed_by, terminal_at, workflow_id, deadline_at
          FROM jobs WHERE principal_id = $1 AND input ->> 'ticketId' = $2 ORDER BY created_at`,
       [PRINCIPAL, ticketId],
     );
     const ids = jobs.rows.map((row) => row.id as string);
-    const attempts = await db.query(`SELECT id, job_id, seq, provider, status, error_class, resolution IS NOT NULL AS resolved FROM attempts WHERE job_id = ANY($1::uuid[]) ORDER BY job_id, seq`, [ids]);
+    const attempts = await db.query(`SELECT id, job_id, seq, provider, status, error_class, resolution IS NOT NULL AS resolved, started_at FROM attempts WHERE job_id = ANY($1::uuid[]) ORDER BY job_id, seq`, [ids]);
     const effects = await db.query(`SELECT name, effect_key, status, receipt, resolution IS NOT NULL AS resolved FROM effects WHERE job_id = ANY($1::uuid[]) ORDER BY job_id, name`, [ids]);
     const settlements = await db.query(
       `SELECT job_id, job_status, provider_cost::text, billable::text, attempts FROM settlements WHERE job_id = ANY($1::uuid[]) ORDER BY job_id`,
@@ -119,8 +125,9 @@ export async function readLedger(db: Pool, ticketId: string): Promise<{ jobs: Jo
         completedBy: row.completed_by,
         terminalAt: row.terminal_at ? (row.terminal_at as Date).getTime() : null,
         workflowId: row.workflow_id,
+        deadlineAt: row.deadline_at ? (row.deadline_at as Date).getTime() : null,
       })),
-      attempts: attempts.rows.map((row) => ({ id: row.id, jobId: row.job_id, seq: row.seq, provider: row.provider, status: row.status, errorClass: row.error_class, resolved: row.resolved })),
+      attempts: attempts.rows.map((row) => ({ id: row.id, jobId: row.job_id, seq: row.seq, provider: row.provider, status: row.status, errorClass: row.error_class, resolved: row.resolved, startedAt: (row.started_at as Date).getTime() })),
       effects: effects.rows.map((row) => ({ name: row.name, key: row.effect_key, status: row.status, receipt: row.receipt, resolved: row.resolved })),
       settlements: settlements.rows.map((row) => ({ jobId: row.job_id, jobStatus: row.job_status, providerCost: row.provider_cost, billable: row.billable, attempts: row.attempts })),
     };
@@ -165,6 +172,7 @@ export async function observe(args: {
   conflictSent: boolean;
   crashes: Observation['crashes'];
   expectSuccess: boolean;
+  requestDeadline?: number;
 }): Promise<Observation> {
   const ledger = await readLedger(args.db, args.ticketId);
   for (const attempt of ledger.attempts) attempt.atProvider = await readAtProvider(args.providerUrls[attempt.provider], attempt.id);
@@ -187,5 +195,6 @@ export async function observe(args: {
     conflictSent: args.conflictSent,
     crashes: args.crashes,
     expectSuccess: args.expectSuccess,
+    ...(args.requestDeadline !== undefined ? { requestDeadline: args.requestDeadline } : {}),
   };
 }

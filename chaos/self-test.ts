@@ -40,10 +40,10 @@ export function cleanObservation(): Observation {
       exchange('replay', 200, view, true),
     ],
     windows: [{ what: 'postgres', from: 4_000, to: 6_000 }],
-    jobs: [{ id: JOB, idempotencyKey: KEY, status: 'succeeded', result, error: null, completedBy: A1, terminalAt: 2_000, workflowId: 'wf' }],
+    jobs: [{ id: JOB, idempotencyKey: KEY, status: 'succeeded', result, error: null, completedBy: A1, terminalAt: 2_000, workflowId: 'wf', deadlineAt: null }],
     attempts: [
-      { id: A2, jobId: JOB, seq: 1, provider: 'sim-primary', status: 'failed', errorClass: 'bad_request', resolved: false, atProvider: 'absent' },
-      { id: A1, jobId: JOB, seq: 2, provider: 'sim-backup', status: 'succeeded', errorClass: null, resolved: false, atProvider: 'completed' },
+      { id: A2, jobId: JOB, seq: 1, provider: 'sim-primary', status: 'failed', errorClass: 'bad_request', resolved: false, atProvider: 'absent', startedAt: 1_010 },
+      { id: A1, jobId: JOB, seq: 2, provider: 'sim-backup', status: 'succeeded', errorClass: null, resolved: false, atProvider: 'completed', startedAt: 1_200 },
     ],
     effects: [{ name: 'message.send', key: 'k', status: 'succeeded', receipt: { messageId: 'msg_1' }, resolved: false }],
     settlements: [{ jobId: JOB, jobStatus: 'succeeded', providerCost: '0.0003875', billable: '0.0003875', attempts: 2 }],
@@ -61,6 +61,17 @@ const job0 = (obs: Observation) => obs.jobs[0]!;
 /** The job's bill as a job ended with another status has it: nothing billable unless it succeeded. */
 const settledAs = (obs: Observation, status: string): void => {
   Object.assign(obs.settlements[0]!, { jobStatus: status, billable: status === 'succeeded' ? obs.settlements[0]!.billable : '0' });
+};
+/** The job as one failed at its deadline (3 s after its attempts opened) shows it. */
+const failedAtDeadline: Mutation = (obs) => {
+  obs.expectSuccess = false;
+  obs.requestDeadline = 4_500;
+  Object.assign(job0(obs), { status: 'failed', result: null, error: { type: 'deadline_exceeded' }, completedBy: null, deadlineAt: 4_500, terminalAt: 4_600 });
+  settledAs(obs, 'failed');
+  Object.assign(obs.attempts[1]!, { status: 'failed', errorClass: 'not_executed', atProvider: 'absent' });
+  obs.deliveries = [];
+  obs.exchanges = obs.exchanges.filter((e) => e.label !== 'replay' && e.label !== 'submit');
+  obs.exchanges.push(exchange('replay', 200, { id: JOB, status: 'failed', error: { type: 'deadline_exceeded' }, attempts: [] }, true, 5_000));
 };
 const notTerminal = (status: string): Mutation => (obs) => {
   Object.assign(job0(obs), { status, result: null, completedBy: null, terminalAt: null });
@@ -121,8 +132,8 @@ const VIOLATING: Record<ViolationKind, Array<[string, Mutation]>> = {
     ['no replay made', (obs) => (obs.exchanges = obs.exchanges.filter((e) => e.label !== 'replay'))],
   ],
   attempts: [['four attempts with a maximum of three', (obs) => obs.attempts.unshift(
-    { id: 'x1', jobId: JOB, seq: 0, provider: 'sim-primary', status: 'failed', errorClass: 'not_sent', resolved: false, atProvider: 'absent' },
-    { id: 'x2', jobId: JOB, seq: -1, provider: 'sim-primary', status: 'failed', errorClass: 'not_sent', resolved: false, atProvider: 'absent' },
+    { id: 'x1', jobId: JOB, seq: 0, provider: 'sim-primary', status: 'failed', errorClass: 'not_sent', resolved: false, atProvider: 'absent', startedAt: 1_005 },
+    { id: 'x2', jobId: JOB, seq: -1, provider: 'sim-primary', status: 'failed', errorClass: 'not_sent', resolved: false, atProvider: 'absent', startedAt: 1_006 },
   )]],
   outcome: [
     [
@@ -166,6 +177,13 @@ const VIOLATING: Record<ViolationKind, Array<[string, Mutation]>> = {
     }],
     ['billed more than its attempts cost', (obs) => (obs.settlements[0]!.billable = '1')],
   ],
+  deadline: [
+    ['a stored deadline other than the one sent', (obs) => { obs.requestDeadline = 10_000; job0(obs).deadlineAt = 20_000; }],
+    ['a deadline sent and none stored', (obs) => { obs.requestDeadline = 10_000; }],
+    ['an attempt opened with less than the minimum left', (obs) => { obs.requestDeadline = 2_000; job0(obs).deadlineAt = 2_000; }],
+    ['deadline_exceeded with an attempt still unknown', (obs) => { failedAtDeadline(obs); obs.attempts[1]!.status = 'unknown'; }],
+    ['deadline_exceeded long before the deadline', (obs) => { failedAtDeadline(obs); job0(obs).terminalAt = 2_000; Object.assign(obs, { requestDeadline: 9_000 }); job0(obs).deadlineAt = 9_000; }],
+  ],
   crash: [['a worker that died of an unhandled error', (obs) => obs.crashes.push({ name: 'worker-1', at: 1_500, detail: 'worker-1 exited with 1: Error: Connection terminated unexpectedly' })]],
 };
 
@@ -193,6 +211,16 @@ const EXCUSED: Array<[string, Mutation]> = [
   ['an off-contract answer (executed, failed for its answer)', (obs) => Object.assign(obs.attempts[0]!, { errorClass: 'contract_violation', atProvider: 'completed' })],
   ['an attempt an operator resolved while the provider still executes it', (obs) => Object.assign(obs.attempts[0]!, { errorClass: 'operator', resolved: true, atProvider: 'executing' })],
   ['bad bytes refused with 400', (obs) => obs.exchanges.push(exchange('bad-input', 400, { title: 'Invalid input' }))],
+  ['a job failed at its deadline, every attempt ended', failedAtDeadline],
+  ['no job: every submit came after the deadline and was refused for it', (obs) => {
+    obs.requestDeadline = 500;
+    obs.jobs = [];
+    obs.attempts = [];
+    obs.effects = [];
+    obs.settlements = [];
+    obs.deliveries = [];
+    obs.exchanges = [exchange('submit', 400, { type: 'https://onceflow.dev/problems/invalid-deadline', title: 'Invalid Request-Deadline' }, false, 1_000), exchange('conflict', 0)];
+  }],
   ['a non-terminal answer before the terminal one', (obs) => obs.exchanges.push(exchange('poll', 200, { id: JOB, status: 'awaiting_resolution', attempts: [] }))],
 ];
 
@@ -236,6 +264,7 @@ function drawCases(): SelfTestResult[] {
     if (plan.burst > 1) seen.add('storm');
     if (plan.conflictingMessage) seen.add('conflict');
     if (plan.badInput) seen.add(`bad ${plan.badInput}`);
+    if (plan.deadlineAfterMs !== undefined) seen.add('deadline');
   }
   const wanted = [
     ...['ok', 'delay', 'hang', 'late', 'refuse', 'reset', 'extra-key', 'prose', ...[429, 400, 500, 502, 503, 504].map((c) => `status=${c}`)].map((b) => `provider ${b}`),
@@ -247,6 +276,7 @@ function drawCases(): SelfTestResult[] {
     'second worker',
     'storm',
     'conflict',
+    'deadline',
   ];
   const missing = wanted.filter((w) => !seen.has(w));
   results.push({ name: 'the catalogue reaches every behaviour and fault', ok: missing.length === 0, detail: missing.length ? `never drawn: ${missing.join(', ')}` : `${wanted.length} behaviours and faults drawn` });

@@ -98,6 +98,8 @@ async function execute(ctx: RunContext, plan: TrialPlan, options: TrialOptions, 
   let announce: (id: string | undefined) => void = () => undefined;
   const jobId = new Promise<string | undefined>((resolve) => (announce = resolve));
   const submittedAt = note(`submit ×${plan.burst}`);
+  // One deadline for the intent, as a client keeps it: every retry and the final replay send the same instant.
+  const requestDeadline = plan.deadlineAfterMs === undefined ? undefined : Date.now() + plan.deadlineAfterMs;
   const scope: TrialScope = { ctx, client, events: record.events, note, deadline, jobId, submittedAt };
 
   const submit = (waitSeconds: number, label: string, message: string): Promise<Exchange> =>
@@ -106,7 +108,11 @@ async function execute(ctx: RunContext, plan: TrialPlan, options: TrialOptions, 
         label,
         token: stack.apiKey,
         body: submitBody(plan, message),
-        headers: { 'idempotency-key': plan.idempotencyKey, ...(waitSeconds ? { prefer: `wait=${waitSeconds}` } : {}) },
+        headers: {
+          'idempotency-key': plan.idempotencyKey,
+          ...(waitSeconds ? { prefer: `wait=${waitSeconds}` } : {}),
+          ...(requestDeadline !== undefined ? { 'request-deadline': new Date(requestDeadline).toISOString() } : {}),
+        },
         deadline,
         timeoutMs: SUBMIT_TIMEOUT_MS,
       })
@@ -172,6 +178,7 @@ async function execute(ctx: RunContext, plan: TrialPlan, options: TrialOptions, 
     conflictSent: plan.conflictingMessage !== undefined,
     crashes: stack.crashes.filter((crash) => crash.at >= startedAt),
     expectSuccess: expectsSuccess(plan),
+    ...(requestDeadline !== undefined ? { requestDeadline } : {}),
   });
   const job = observation.jobs.find((j) => j.idempotencyKey === plan.idempotencyKey);
   if (id && job?.terminalAt) {
