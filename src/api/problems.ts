@@ -31,6 +31,8 @@ export const ProblemType = {
   methodNotAllowed: 'method-not-allowed',
   notImplemented: 'not-implemented',
   duplicateHeader: 'duplicate-header',
+  routeNotEligible: 'route-not-eligible',
+  routeVersionState: 'route-version-state',
 } as const;
 export type ProblemType = (typeof ProblemType)[keyof typeof ProblemType];
 

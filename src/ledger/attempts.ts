@@ -197,6 +197,8 @@ export interface LockedJob {
   version: number;
   terminal: boolean;
   completedBy: string | null;
+  /** The route version the job was admitted to (null for jobs admitted before versions were recorded). */
+  routeVersion: string | null;
   /** The job's input, when asked for. */
   input?: Record<string, unknown>;
 }
@@ -207,13 +209,13 @@ export interface LockedJob {
  * child row, so two of them never deadlock.
  */
 export async function lockJobRow(tx: PoolClient, jobId: string, opts: { withInput?: boolean } = {}): Promise<LockedJob | undefined> {
-  const { rows } = await tx.query<{ id: string; operation: string; status: string; version: string; terminal: boolean; completed_by: string | null; input?: Record<string, unknown> }>(
-    `SELECT id, operation, status, version, terminal_at IS NOT NULL AS terminal, completed_by${opts.withInput ? ', input' : ''} FROM jobs WHERE id = $1 FOR UPDATE`,
+  const { rows } = await tx.query<{ id: string; operation: string; status: string; version: string; terminal: boolean; completed_by: string | null; route_version: string | null; input?: Record<string, unknown> }>(
+    `SELECT id, operation, status, version, terminal_at IS NOT NULL AS terminal, completed_by, route_version${opts.withInput ? ', input' : ''} FROM jobs WHERE id = $1 FOR UPDATE`,
     [jobId],
   );
   const row = rows[0];
   if (!row) return undefined;
-  return { id: row.id, operation: row.operation, status: row.status, version: Number(row.version), terminal: row.terminal, completedBy: row.completed_by, ...(row.input ? { input: row.input } : {}) };
+  return { id: row.id, operation: row.operation, status: row.status, version: Number(row.version), terminal: row.terminal, completedBy: row.completed_by, routeVersion: row.route_version, ...(row.input ? { input: row.input } : {}) };
 }
 
 /** An attempt with its job's input: what sending it needs, in one read. */
