@@ -1,3 +1,4 @@
+import { inCanaryShare } from '../../src/canary/share';
 import { verifyContracts } from '../../src/contracts/verify';
 import { promoteCanary, stopCanaryIfRunning } from '../../src/ledger/route-versions';
 import { createRegistry } from '../../src/operations/registry';
@@ -158,6 +159,19 @@ describe('canary routes', () => {
     const view = await versionView(version);
     expect(view.state).toBe('stopped');
     expect(view.reason).toMatch(/^expired at .* without promotion$/);
+  });
+
+  it("routes a new job to a running canary exactly when its id's hash falls in the share", async () => {
+    // Arrange
+    const version = (await start({ sharePercent: 50 })).json().version;
+
+    // Act
+    const submitted = await Promise.all(Array.from({ length: 16 }, (_, i) => submitReply(stack, { message: `Half ${i}` })));
+
+    // Assert
+    const ids = submitted.map((response) => response.json().id);
+    for (const id of ids) expect(await routeVersionOfJob(id)).toBe(inCanaryShare(id, 5_000) ? version : BASELINE);
+    await Promise.all(ids.map((id) => waitForJob(stack, id, isTerminalJob)));
   });
 
   it('serves every new job once promoted, and none once rolled back', async () => {
