@@ -2,7 +2,6 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { RouteChooser } from '../canary/serving';
-import { ALL_BP } from '../canary/share';
 import { eligibility } from '../contracts/eligibility';
 import {
   admittedCounts,
@@ -113,10 +112,10 @@ const VersionParams = Type.Object({
 const StartBody = Type.Object(
   {
     version: Type.String({ pattern: ROUTE_VERSION_PATTERN, description: `the canary's name, new for the operation; not starting with ${BASELINE_VERSION_PREFIX}`, examples: ['backup-first-1'] }),
-    steps: Type.Array(Step, { minItems: 1, maxItems: 10, description: 'the route to try, in failover order' }),
+    steps: Type.Array(Step, { minItems: 1, maxItems: 10, uniqueItems: true, description: 'the route to try, in failover order; each step once' }),
     owner: Text({ minLength: 1, maxLength: 200, description: 'who answers for this canary', examples: ['olga@example.com'] }),
     expiresAt: Type.String({ format: 'date-time', description: `when it stops by itself unless promoted; in the future, at most ${MAX_CANARY_DAYS} days away` }),
-    sharePercent: Type.Number({ exclusiveMinimum: 0, maximum: 100, multipleOf: 0.01, description: 'the stable share of new jobs it serves, chosen by a hash of the job id', examples: [5] }),
+    sharePercent: Type.Number({ minimum: 0.01, maximum: 100, description: 'the stable share of new jobs it serves, chosen by a hash of the job id; rounded to 0.01', examples: [5] }),
     thresholds: Type.Optional(Type.Partial(ThresholdsSchema, { additionalProperties: false, description: 'when it stops by itself; each left out takes its default' })),
     reason: Type.Optional(Text({ minLength: 1, maxLength: 2000, description: 'why, for the audit record' })),
   },
@@ -228,7 +227,7 @@ export async function registerRouteVersionRoutes(app: FastifyInstance, deps: Api
         tags: ['operators'],
         summary: 'Start a canary route version (operators only)',
         description:
-          "Rolls a new route out to a stable share of new jobs (by a hash of the job id) until it is promoted, stopped, rolled back, crosses a threshold over its last window of jobs, or expires. Every step must pass the failover gate now (invariant 6: a fallback needs a current, passing verification): otherwise 409 route-not-eligible, naming each step and why. 409 when a canary of the operation is already running or the name is taken; 404 for an unknown operation; 400 for a provider that is not declared, a step given twice, or an expiry in the past or too far away.",
+          "Rolls a new route out to a stable share of new jobs (by a hash of the job id) until it is promoted, stopped, rolled back, crosses a threshold over its last window of jobs, or expires. Every step must pass the failover gate now (invariant 6: a fallback needs a current, passing verification): otherwise 409 route-not-eligible, naming each step and why. 409 when a canary of the operation is already running or the name is taken; 404 for an unknown operation; 400 for a provider that is not declared, a step given twice, a name starting with config-, or an expiry in the past or more than 30 days away.",
         params: OperationParams,
         body: StartBody,
         response: { 201: jsonResponse({ $ref: 'RouteVersion#' }, 'The canary, running') },
@@ -328,16 +327,12 @@ export async function registerRouteVersionRoutes(app: FastifyInstance, deps: Api
 function checkStart(body: StartBody, providers: ApiDeps['contracts']['providers'], now: Date): Array<{ pointer: string; detail: string }> {
   const problems: Array<{ pointer: string; detail: string }> = [];
   if (isBaselineVersion(body.version)) problems.push({ pointer: '/version', detail: `must not start with ${BASELINE_VERSION_PREFIX} (the providers file's versions)` });
-  const seen = new Set<string>();
+  // A step given twice is the schema's (uniqueItems).
   body.steps.forEach((step, index) => {
     if (!providers.has(step.provider)) problems.push({ pointer: `/steps/${index}/provider`, detail: `is not a declared provider (declared: ${[...providers.keys()].join(', ')})` });
-    const key = `${step.provider}\u0000${step.model}`;
-    if (seen.has(key)) problems.push({ pointer: `/steps/${index}`, detail: 'repeats an earlier step' });
-    seen.add(key);
   });
   const expiresAtMs = Date.parse(body.expiresAt);
   if (!(expiresAtMs > now.getTime())) problems.push({ pointer: '/expiresAt', detail: 'must be in the future' });
   else if (expiresAtMs - now.getTime() > MAX_CANARY_DAYS * 86_400_000) problems.push({ pointer: '/expiresAt', detail: `must be at most ${MAX_CANARY_DAYS} days away` });
-  if (Math.round(body.sharePercent * 100) < 1 || Math.round(body.sharePercent * 100) > ALL_BP) problems.push({ pointer: '/sharePercent', detail: 'must be from 0.01 to 100' });
   return problems;
 }

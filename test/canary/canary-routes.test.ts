@@ -267,11 +267,12 @@ describe('canary routes', () => {
 
   it.each([
     ['a share of 0', { sharePercent: 0 }, '/sharePercent'],
+    ['a share under 0.01', { sharePercent: 0.001 }, '/sharePercent'],
     ['no owner', { owner: undefined }, '/owner'],
     ['an expiry in the past', { expiresAt: new Date(Date.now() - 1_000).toISOString() }, '/expiresAt'],
     ['an expiry too far away', { expiresAt: inMs(31 * 86_400_000) }, '/expiresAt'],
     ['a provider that is not declared', { steps: [{ provider: 'nobody', model: 'm' }] }, '/steps/0/provider'],
-    ['a step given twice', { steps: [BACKUP_FIRST[0], BACKUP_FIRST[0]] }, '/steps/1'],
+    ['a step given twice', { steps: [BACKUP_FIRST[0], BACKUP_FIRST[0]] }, '/steps'],
     ["a baseline's name", { version: 'config-abc' }, '/version'],
     ['an unknown threshold', { thresholds: { window: 50, typo: 1 } }, '/thresholds/typo'],
     ['a window too small', { thresholds: { window: 1 } }, '/thresholds/window'],
