@@ -78,6 +78,8 @@ export interface OnceflowConfig {
     /** Samples per probe fixture when verifying. */
     samples: number;
     demotion: { window: number; minSamples: number; threshold: number };
+    /** How long an API process keeps an operation's running canary and promoted version before reading them again (ONCEFLOW_ROUTES_CACHE_MS). */
+    routesCacheMs: number;
   };
   providersFile?: string;
   /** The operations file (YAML); unset: the demo file, operations/demo.yaml. */
@@ -198,6 +200,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): OnceflowConfig
         minSamples: int(env, 'ONCEFLOW_DEMOTION_MIN_SAMPLES', 5, 1),
         threshold: int(env, 'ONCEFLOW_DEMOTION_THRESHOLD_PERCENT', 50, 1, 100) / 100,
       },
+      routesCacheMs: int(env, 'ONCEFLOW_ROUTES_CACHE_MS', 1_000, 0, 60_000),
     },
     providersFile: env.ONCEFLOW_PROVIDERS_FILE || undefined,
     operationsFile: env.ONCEFLOW_OPERATIONS_FILE || undefined,

@@ -17,9 +17,10 @@ import {
 import { listEffects } from '../ledger/effects';
 import { appendEvent, JobEventType } from '../ledger/events';
 import { failJob, takeJobsToSweep } from '../ledger/jobs';
-import { countJobEnded } from '../metrics/job-outcomes';
 import { DEFAULT_MIN_ATTEMPT_MS } from '../operations/operation';
+import { afterJobEnded } from '../canary/job-ended';
 import { removeExpiredJobs } from '../ledger/retention';
+import { routeStepsOf, stopExpiredCanaries } from '../ledger/route-versions';
 import type { AttemptKind, JobAction, JobStep, JobTimings, RouteStep } from '../temporal/contract';
 import { repairJobWorkflow } from '../temporal/starter';
 import type { PoolClient } from 'pg';
@@ -55,6 +56,25 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
     reconcileIntervalMs: deps.attempts.reconcileIntervalMs,
     effectTimeoutMs: deps.effectTimeoutMs,
   };
+
+  /**
+   * The route a job runs: the steps of the version it was admitted to, so a
+   * job admitted to a canary stays on it, and a rollback changes only new
+   * jobs; this worker's own providers file only for a job whose version was
+   * never recorded. Versions never change, so their steps are kept once read.
+   */
+  const versionSteps = new Map<string, RouteStep[]>();
+  async function routeOfJob(tx: PoolClient, job: LockedJob): Promise<RouteStep[]> {
+    if (!job.routeVersion) return deps.routeFor(job.operation);
+    const key = `${job.operation}\u0000${job.routeVersion}`;
+    let steps = versionSteps.get(key);
+    if (!steps) {
+      steps = await routeStepsOf(tx, job.operation, job.routeVersion);
+      if (!steps) return deps.routeFor(job.operation);
+      versionSteps.set(key, steps);
+    }
+    return steps;
+  }
 
   /** Ends a job that has no winner (so no effect can be claimed) as failed. */
   async function fail(tx: PoolClient, job: LockedJob, type: string, detail: string): Promise<Step & { endedHere: true }> {
@@ -142,7 +162,7 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
       const why = skipped.length ? `; fallbacks skipped: ${skipped.join('; ')}` : '';
       return fail(tx, job, 'attempts_exhausted', `all ${deps.attempts.maxAttempts} attempts failed; see the attempts for each error${why}`);
     }
-    const route = deps.routeFor(job.operation);
+    const route = await routeOfJob(tx, job);
     if (!deps.operations.has(job.operation) || route.length === 0) return fail(tx, job, 'no_eligible_provider', `no provider route is configured for ${job.operation}`);
     const last = attempts[attempts.length - 1];
     const { step, skipped } = await chooseStep(tx, job, route, last);
@@ -189,7 +209,7 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
      */
     async advanceJob(request: { jobId: string; attemptId: string; send?: boolean }): Promise<JobStep> {
       const { toSend, endedHere, deadlineLeftMs, ...action } = await inTransaction(db, (tx) => advance(tx, request));
-      if (endedHere) await countJobEnded(db, metrics, request.jobId);
+      if (endedHere) await afterJobEnded(db, metrics, request.jobId);
       // A call's timeouts are the attempt timeout, or the time left before the caller's deadline when that is shorter.
       const left = deadlineLeftMs ?? null;
       const stepTimings = action.kind === 'call' && left !== null ? { ...timings, attemptTimeoutMs: Math.max(1, Math.min(timings.attemptTimeoutMs, left)) } : timings;
@@ -212,7 +232,7 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
         const after = (await lockJobRow(tx, jobId))!;
         return { status: after.status, terminal: after.terminal, endedHere };
       });
-      if (endedHere) await countJobEnded(db, metrics, jobId);
+      if (endedHere) await afterJobEnded(db, metrics, jobId);
       return after;
     },
 
@@ -229,7 +249,7 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
         const after = (await lockJobRow(tx, job.id))!;
         return { status: after.status, terminal: after.terminal, endedHere };
       });
-      if (endedHere) await countJobEnded(db, metrics, request.jobId);
+      if (endedHere) await afterJobEnded(db, metrics, request.jobId);
       return after;
     },
 
@@ -241,10 +261,13 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
     /**
      * Invariant 11, the repair half: every open job older than a minute whose
      * workflow is not running gets one started (a crash between the insert
-     * and the start, or a workflow that ended before its job).
+     * and the start, or a workflow that ended before its job). Also stops the
+     * canaries that expired without promotion.
      * @returns how many jobs were looked at and how many were repaired.
      */
     async sweepJobs(): Promise<{ looked: number; repaired: number }> {
+      // A canary past its expiry stops by itself even when none of its jobs ends and no job is admitted.
+      await stopExpiredCanaries(db);
       if (!deps.workflows || !deps.sweeper) return { looked: 0, repaired: 0 };
       const jobs = await takeJobsToSweep(db, { minAgeMs: deps.sweeper.minAgeMs, intervalMs: deps.sweeper.intervalMs, limit: deps.sweeper.batchSize });
       let repaired = 0;

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
 import { loadJobDetailsById, loadJobDetailsByScope, newJobDetails, type JobDetails } from '../ledger/job-details';
 import { admitJob, IdempotencyKeyReusedError, type JobRecord } from '../ledger/jobs';
@@ -12,8 +13,11 @@ export interface Intent extends JobScope {
   input: Record<string, unknown>;
   /** The operation's billing policy when the intent arrives: the job is billed by it. */
   billing?: BillingPolicy;
-  /** The version of the route that will serve a new job; recorded with it, never changed by a retry. */
-  routeVersion?: string;
+  /**
+   * The version of the route that will serve a new job, or how to choose it
+   * from the new job's id (a canary's share); recorded with it, never changed by a retry.
+   */
+  routeVersion?: string | ((jobId: string) => Promise<string>);
   /** The caller's deadline for a new job; a retry never changes the stored one. */
   deadlineAt?: Date;
 }
@@ -21,6 +25,8 @@ export interface Intent extends JobScope {
 export interface Admission {
   details: JobDetails;
   created: boolean;
+  /** The route version a job created by this call was admitted to. */
+  routeVersion?: string;
 }
 
 /** The workflow could not be started or attached; the job row is kept and a retry repairs it. */
@@ -48,8 +54,13 @@ export async function admit(db: Pool, workflows: WorkflowTarget, intent: Intent,
   let created = false;
   // Only a new intent is checked (budgets): a replay of an existing key is always answered.
   if (!details) await opts.beforeNewJob?.();
+  let routeVersion: string | undefined;
   while (!details) {
-    const admitted = await admitJob(db, { ...intent, requestDigest: digest, workflowId: jobWorkflowId(intent) });
+    // The id is chosen here, so a canary's share can be decided by it before the insert; the
+    // unique constraint on the scope still decides whether this insert creates the job.
+    const id = randomUUID();
+    routeVersion = typeof intent.routeVersion === 'function' ? await intent.routeVersion(id) : intent.routeVersion;
+    const admitted = await admitJob(db, { ...intent, id, routeVersion, requestDigest: digest, workflowId: jobWorkflowId(intent) });
     created = admitted.created;
     // A new job's history is its created event, written with it; a found one is read
     // (undefined only if retention removed the row in between: admit again).
@@ -63,5 +74,5 @@ export async function admit(db: Pool, workflows: WorkflowTarget, intent: Intent,
       throw new WorkflowStartError(details.job, { cause: err });
     }
   }
-  return { details, created };
+  return { details, created, ...(created && routeVersion !== undefined ? { routeVersion } : {}) };
 }

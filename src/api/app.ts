@@ -4,7 +4,9 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { authenticateRequest, KeyRing, type Principal } from './auth';
-import { registerJobCommandRoutes, registerJobRoutes } from './jobs-routes';
+import { baselineVersions, registerJobCommandRoutes, registerJobRoutes } from './jobs-routes';
+import { RouteChooser } from '../canary/serving';
+import { registerRouteVersionRoutes } from './route-versions-routes';
 import { registerProviderRoutes } from './providers-routes';
 import { ProblemError, ProblemType } from './problems';
 import { JobPageSchema, JobSchema, ProblemSchema } from './schemas';
@@ -161,14 +163,16 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
       }),
   });
 
+  const routing = new RouteChooser(deps.db, baselineVersions(deps.contracts.routeFor), deps.config.contracts.routesCacheMs);
   await app.register(async (v1) => {
     v1.addHook('onRequest', async (request) => {
       request.principal = await authenticateRequest(request, keyRing, throttle);
     });
-    await registerJobRoutes(v1, deps);
+    await registerJobRoutes(v1, deps, routing);
     await registerJobCommandRoutes(v1, deps);
     await registerProviderRoutes(v1, deps);
     await registerUsageRoutes(v1, deps);
+    await registerRouteVersionRoutes(v1, deps, routing);
   }, { prefix: '/v1' });
   await registerServiceRoutes(app, deps);
   return app;

@@ -17,8 +17,11 @@ import { AttemptNotFoundError, AttemptNotUnknownError, resolveAttempt } from '..
 import { cancelJob } from '../ledger/jobs';
 import { EffectNotFoundError, EffectNotInReviewError, resolveEffect } from '../ledger/effects';
 import { jobChangedSignal } from '../temporal/contract';
-import { countJobAdmitted, countJobEnded } from '../metrics/job-outcomes';
+import { countJobAdmitted } from '../metrics/job-outcomes';
+import { afterJobEnded } from '../canary/job-ended';
 import { routeVersionOf } from '../providers/route-version';
+import type { RouteChooser } from '../canary/serving';
+import type { RouteStep } from '../temporal/contract';
 import {
   CancelBodySchema,
   DEFAULT_LIST_LIMIT,
@@ -85,16 +88,19 @@ function visibleTo(principal: Principal, job: JobRecord): boolean {
   return principal.operator || job.principalId === principal.id;
 }
 
-export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
-  const v1 = app.withTypeProvider<TypeBoxTypeProvider>();
-  const { db, metrics } = deps;
-  // Routes are fixed at boot: each operation's route version is computed once.
+/** The providers file's route version of each operation, computed once (routes are fixed at boot). */
+export function baselineVersions(routeFor: (operation: string) => RouteStep[]): (operation: string) => string {
   const routeVersions = new Map<string, string>();
-  const routeVersionFor = (operation: string): string => {
+  return (operation: string): string => {
     let version = routeVersions.get(operation);
-    if (version === undefined) routeVersions.set(operation, (version = routeVersionOf(deps.contracts.routeFor(operation))));
+    if (version === undefined) routeVersions.set(operation, (version = routeVersionOf(routeFor(operation))));
     return version;
   };
+}
+
+export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps, routing: RouteChooser): Promise<void> {
+  const v1 = app.withTypeProvider<TypeBoxTypeProvider>();
+  const { db, metrics } = deps;
   const context = { temporalUiUrl: deps.config.temporal.uiUrl, namespace: deps.config.temporal.namespace };
 
   async function waitForTerminal(details: JobDetails, seconds: number): Promise<JobDetails> {
@@ -192,7 +198,7 @@ export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps): Pr
           schemaVersion,
           input,
           ...(operation.billing ? { billing: operation.billing } : {}),
-          routeVersion: routeVersionFor(operation.name),
+          routeVersion: (jobId) => routing.versionFor(operation.name, jobId),
           ...(deadlineAt ? { deadlineAt } : {}),
         }, {
           beforeNewJob: async () => {
@@ -221,7 +227,7 @@ export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps): Pr
       reply.header('location', `/v1/jobs/${job.id}`);
       if (admission.created) {
         metrics.jobsCreated.inc({ operation: job.operation });
-        countJobAdmitted(metrics, job.operation, routeVersionFor(job.operation));
+        countJobAdmitted(metrics, job.operation, admission.routeVersion);
       }
       else metrics.jobsReplayed.inc({ operation: job.operation, terminal: String(isTerminal(job.status)) });
       // A new job is 202 unless it became terminal while we waited (API.md: a terminal job is answered 200).
@@ -433,7 +439,7 @@ export async function registerJobCommandRoutes(app: FastifyInstance, deps: ApiDe
         throw new ProblemError(409, ProblemType.conflict, 'Side effects started', `job ${details.job.id} has claimed a side effect; it can no longer be cancelled`);
       }
       metrics.jobsCancelled.inc({ operation: details.job.operation });
-      await countJobEnded(db, metrics, details.job.id, (err) => request.log.warn({ err, jobId: details.job.id }, 'could not count the job outcome'));
+      await afterJobEnded(db, metrics, details.job.id, (err) => request.log.warn({ err, jobId: details.job.id }, 'could not count the job outcome'));
       return wakeAndRender(details, request.log);
     },
   );

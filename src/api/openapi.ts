@@ -21,7 +21,7 @@ const PROBLEM_STATUSES: Record<number, { description: string; headers?: Record<s
   },
   401: { description: 'Missing or wrong API key', headers: { 'WWW-Authenticate': ResponseHeaders.wwwAuthenticate } },
   403: { description: 'The key may not do this: operator-only routes (listing jobs included) for a tenant key, submitting a job with an operator key' },
-  404: { description: "No such job (or another principal's: tenants are walls), attempt, effect or route step" },
+  404: { description: "No such job (or another principal's: tenants are walls), attempt, effect, route step, operation or route version" },
   408: { description: 'The request (headers and body) did not arrive within the request timeout' },
   409: { description: 'Conflict with the current state (see the problem type)' },
   413: { description: 'The body is over the body limit' },

@@ -32,6 +32,8 @@ export const ProblemType = {
   notImplemented: 'not-implemented',
   duplicateHeader: 'duplicate-header',
   invalidDeadline: 'invalid-deadline',
+  routeNotEligible: 'route-not-eligible',
+  routeVersionState: 'route-version-state',
 } as const;
 export type ProblemType = (typeof ProblemType)[keyof typeof ProblemType];
 

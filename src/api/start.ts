@@ -4,6 +4,7 @@ import type { Pool } from 'pg';
 import type { OnceflowConfig } from '../config';
 import { createMetrics, type Metrics } from '../metrics/metrics';
 import { recordOperationVersions } from '../ledger/operation-versions';
+import { recordBaselines } from '../canary/baseline';
 import { loadOperations, type LoadedOperations } from '../operations/load';
 import { loadProviders } from '../providers/load';
 import { connectTemporal } from '../temporal/connect';
@@ -36,6 +37,7 @@ export async function startApi(config: OnceflowConfig, db: Pool, metrics: Metric
   const operations = loaded.registry;
   const { providers, routeFor: route } = await loadProviders(config, operations);
   await recordOperationVersions(db, operations);
+  await recordBaselines(db, operations, route);
   const connection = await connectTemporal(config.temporal.connection);
   const client = new Client({ connection, namespace: config.temporal.namespace });
   const waiter = new JobWaiter(config.databaseUrl);

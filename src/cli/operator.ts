@@ -6,6 +6,10 @@
  *   onceflow attempts resolve JOB ATTEMPT --outcome failed|cancelled --reason TEXT [--json]
  *   onceflow effects resolve JOB NAME --outcome succeeded|failed --reason TEXT [--receipt JSON] [--json]
  *   onceflow providers verify [--operation O] [--provider P] [--json]
+ *   onceflow routes list [--json]
+ *   onceflow routes canary start --operation O --version V --route P/M[,P/M…] --owner WHO --share PCT (--expires-in 2h | --expires-at T)
+ *       [--window N] [--max-contract-violations PCT] [--max-unknowns PCT] [--max-failed PCT] [--max-effects-in-review N] [--reason TEXT] [--json]
+ *   onceflow routes canary promote|stop|rollback OPERATION VERSION [--reason TEXT] [--json]   (stop and rollback need --reason)
  *
  * Where and as whom: --url and --key, or ONCEFLOW_URL (default
  * http://127.0.0.1:3000) and ONCEFLOW_KEY. Exit 0 when done, 1 when the
@@ -14,7 +18,7 @@
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { LISTABLE_STATUSES, type ListableStatus } from '../ledger/job-list';
-import { OnceflowApiError, OnceflowClient, OnceflowUnavailableError, type Job, type JobPage, type Verification } from '../client';
+import { OnceflowApiError, OnceflowClient, OnceflowUnavailableError, type Job, type JobPage, type NewCanary, type RouteOperations, type RouteVersion, type Verification } from '../client';
 import { LIMIT_PATTERN } from '../api/schemas';
 import { ExitCode, table, UsageError, when, type CliIo } from './io';
 
@@ -23,9 +27,13 @@ export const OPERATOR_USAGE = `usage: onceflow jobs list --status STATUS [--prin
        onceflow attempts resolve JOB ATTEMPT --outcome failed|cancelled --reason TEXT [--json]
        onceflow effects resolve JOB NAME --outcome succeeded|failed --reason TEXT [--receipt JSON] [--json]
        onceflow providers verify [--operation O] [--provider P] [--json]
+       onceflow routes list [--json]
+       onceflow routes canary start --operation O --version V --route P/M[,P/M...] --owner WHO --share PCT (--expires-in 2h | --expires-at T)
+           [--window N] [--max-contract-violations PCT] [--max-unknowns PCT] [--max-failed PCT] [--max-effects-in-review N] [--reason TEXT] [--json]
+       onceflow routes canary promote|stop|rollback OPERATION VERSION [--reason TEXT] [--json]
   (each with --url URL --key KEY, or ONCEFLOW_URL and ONCEFLOW_KEY)`;
 
-export const OPERATOR_GROUPS = ['jobs', 'attempts', 'effects', 'providers'];
+export const OPERATOR_GROUPS = ['jobs', 'attempts', 'effects', 'providers', 'routes'];
 
 const CONNECTION = { url: { type: 'string' }, key: { type: 'string' }, json: { type: 'boolean' } } as const;
 const DEFAULT_URL = 'http://127.0.0.1:3000';
@@ -49,6 +57,11 @@ function oneOf<T extends string>(value: string | undefined, flag: string, allowe
 
 /** Runs one operator command. @throws UsageError (exit 2). */
 export async function operatorCommand(group: string, command: string | undefined, args: string[], io: CliIo): Promise<number> {
+  // Three words: onceflow routes canary start|promote|stop|rollback.
+  if (group === 'routes' && command === 'canary') {
+    command = `canary ${args[0] ?? ''}`.trim();
+    args = args.slice(1);
+  }
   const run = commandOf(group, command);
   if (!run) throw new UsageError(`unknown command ${group} ${command ?? ''}`.trim());
   const { client, json, finish } = await run(args, io);
@@ -129,7 +142,129 @@ function commandOf(group: string, command: string | undefined): ((args: string[]
       return { client: connect(values, io), json: values.json === true, finish: async (client) => showVerifications(await client.verifyProviders(filter)) };
     };
   }
+  if (key === 'routes list') {
+    return async (args, io) => {
+      const { values } = parse(args, {}, 0);
+      return { client: connect(values, io), json: values.json === true, finish: async (client) => showRoutes(await client.listRoutes()) };
+    };
+  }
+  if (key === 'routes canary start') {
+    return async (args, io) => {
+      const { values } = parse(
+        args,
+        {
+          operation: { type: 'string' },
+          version: { type: 'string' },
+          route: { type: 'string' },
+          owner: { type: 'string' },
+          share: { type: 'string' },
+          'expires-in': { type: 'string' },
+          'expires-at': { type: 'string' },
+          window: { type: 'string' },
+          'max-contract-violations': { type: 'string' },
+          'max-unknowns': { type: 'string' },
+          'max-failed': { type: 'string' },
+          'max-effects-in-review': { type: 'string' },
+          reason: { type: 'string' },
+        },
+        0,
+      );
+      const operation = required(values.operation, '--operation');
+      const canary: NewCanary = {
+        version: required(values.version, '--version'),
+        steps: stepsOf(required(values.route, '--route')),
+        owner: required(values.owner, '--owner'),
+        sharePercent: numberOf(required(values.share, '--share'), '--share'),
+        expiresAt: expiryOf(values['expires-in'], values['expires-at']),
+        ...(values.reason ? { reason: values.reason } : {}),
+      };
+      const thresholds = {
+        ...(values.window !== undefined ? { window: numberOf(values.window, '--window') } : {}),
+        ...(values['max-contract-violations'] !== undefined ? { contractViolationsPercent: numberOf(values['max-contract-violations'], '--max-contract-violations') } : {}),
+        ...(values['max-unknowns'] !== undefined ? { unknownsPercent: numberOf(values['max-unknowns'], '--max-unknowns') } : {}),
+        ...(values['max-failed'] !== undefined ? { failedPercent: numberOf(values['max-failed'], '--max-failed') } : {}),
+        ...(values['max-effects-in-review'] !== undefined ? { effectsInReview: numberOf(values['max-effects-in-review'], '--max-effects-in-review') } : {}),
+      };
+      if (Object.keys(thresholds).length > 0) canary.thresholds = thresholds;
+      return { client: connect(values, io), json: values.json === true, finish: async (client) => showRouteVersion(await client.startCanary(operation, canary)) };
+    };
+  }
+  for (const action of ['promote', 'stop', 'rollback'] as const) {
+    if (key !== `routes canary ${action}`) continue;
+    return async (args, io) => {
+      const { values, positionals } = parse(args, { reason: { type: 'string' } }, 2);
+      const reason = action === 'promote' ? values.reason : required(values.reason, '--reason');
+      return { client: connect(values, io), json: values.json === true, finish: async (client) => showRouteVersion(await client.changeCanary(positionals[0]!, positionals[1]!, action, reason)) };
+    };
+  }
   return undefined;
+}
+
+/** provider/model[,provider/model…], in failover order. */
+function stepsOf(text: string): Array<{ provider: string; model: string }> {
+  return text.split(',').map((part) => {
+    const slash = part.indexOf('/');
+    if (slash <= 0 || slash === part.length - 1) throw new UsageError(`--route is provider/model[,provider/model...]; got ${JSON.stringify(part)}`);
+    return { provider: part.slice(0, slash).trim(), model: part.slice(slash + 1).trim() };
+  });
+}
+
+function numberOf(text: string, flag: string): number {
+  const value = Number(text);
+  if (text.trim() === '' || !Number.isFinite(value)) throw new UsageError(`${flag} is a number`);
+  return value;
+}
+
+const DURATION_MS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** --expires-in 90m|2h|7d, or --expires-at an RFC 3339 instant; one of them. */
+function expiryOf(expiresIn: string | undefined, expiresAt: string | undefined): string {
+  if ((expiresIn === undefined) === (expiresAt === undefined)) throw new UsageError('give one of --expires-in (e.g. 2h) and --expires-at (an RFC 3339 instant)');
+  if (expiresAt !== undefined) {
+    if (Number.isNaN(Date.parse(expiresAt))) throw new UsageError('--expires-at is an RFC 3339 instant, e.g. 2026-12-01T12:00:00Z');
+    return new Date(expiresAt).toISOString();
+  }
+  const match = /^(\d+)([mhd])$/.exec(expiresIn!);
+  if (!match) throw new UsageError('--expires-in is minutes, hours or days: 90m, 2h, 7d');
+  return new Date(Date.now() + Number(match[1]) * DURATION_MS[match[2]!]!).toISOString();
+}
+
+function showRoutes(routes: RouteOperations): Shown {
+  const rows = routes.operations.flatMap((o) =>
+    o.versions.map((v) => [
+      o.operation,
+      v.version,
+      v.kind,
+      v.state + (o.serving.version === v.version ? ' (serving)' : '') + (o.serving.canary?.version === v.version ? ` (${o.serving.canary.sharePercent} %)` : ''),
+      v.steps.map((s) => `${s.provider}/${s.model}`).join(' > '),
+      String(v.admitted),
+      `${v.window.jobs}: ${v.window.succeeded} ok, ${v.window.failed} failed, ${v.window.withUnknowns} unknown, ${v.window.withContractViolations} off-contract, ${v.window.withEffectsInReview} in review`,
+      v.expiresAt ? when(v.expiresAt) : '-',
+    ]),
+  );
+  const text = rows.length === 0 ? 'no route versions' : table([['OPERATION', 'VERSION', 'KIND', 'STATE', 'ROUTE', 'ADMITTED', 'LAST JOBS', 'EXPIRES'], ...rows]);
+  return { json: routes, text };
+}
+
+function showRouteVersion(v: RouteVersion): Shown {
+  const lines = [
+    table([
+      ['operation', v.operation],
+      ['version', v.version],
+      ['state', v.state + (v.reason ? ` (${v.reason})` : '')],
+      ['route', v.steps.map((s) => `${s.provider}/${s.model}`).join(' > ')],
+      ['owner', v.owner ?? '-'],
+      ['share', v.sharePercent === undefined ? '-' : `${v.sharePercent} %`],
+      ['expires', v.expiresAt ? when(v.expiresAt) : '-'],
+      ['previous', v.previousVersion ?? '-'],
+      ['thresholds', compact(v.thresholds)],
+      ['admitted', String(v.admitted)],
+    ]),
+    '',
+    'EVENTS',
+    table([['AT', 'EVENT', 'DETAIL'], ...v.events.map((e) => [when(e.at), e.type, compact(e.detail)])]),
+  ];
+  return { json: v, text: lines.join('\n') };
 }
 
 function receiptOf(text: string): Record<string, unknown> {

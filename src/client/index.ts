@@ -48,6 +48,44 @@ export interface Problem {
 }
 
 /** The API answered with a problem (RFC 9457) that retrying will not fix, or retries ran out on one. */
+/** A canary to start (POST /v1/routes/{operation}/canaries). */
+export interface NewCanary {
+  version: string;
+  steps: Array<{ provider: string; model: string }>;
+  owner: string;
+  expiresAt: string;
+  sharePercent: number;
+  thresholds?: Partial<{ window: number; contractViolationsPercent: number; unknownsPercent: number; failedPercent: number | null; effectsInReview: number }>;
+  reason?: string;
+}
+
+/** A route version as GET /v1/routes shows it. */
+export interface RouteVersion {
+  operation: string;
+  version: string;
+  kind: 'baseline' | 'canary';
+  state: string;
+  steps: Array<{ provider: string; model: string }>;
+  owner?: string;
+  sharePercent?: number;
+  expiresAt?: string;
+  thresholds?: Record<string, number | null>;
+  previousVersion?: string;
+  reason?: string;
+  changedBy?: string;
+  createdAt: string;
+  promotedAt?: string;
+  endedAt?: string;
+  admitted: number;
+  open: number;
+  window: { size: number; jobs: number; succeeded: number; failed: number; cancelled: number; withUnknowns: number; withContractViolations: number; withEffectsInReview: number };
+  events: Array<{ type: string; at: string; detail: Record<string, unknown> }>;
+}
+
+export interface RouteOperations {
+  operations: Array<{ operation: string; baseline: string; serving: { version: string; canary: { version: string; sharePercent: number; expiresAt: string } | null }; versions: RouteVersion[] }>;
+}
+
 export class OnceflowApiError extends Error {
   override name = 'OnceflowApiError';
   constructor(readonly status: number, readonly problem: Problem) {
@@ -179,6 +217,30 @@ export class OnceflowClient {
   async verifyProviders(filter: { operation?: string; provider?: string } = {}): Promise<Verification[]> {
     const response = await this.request('POST', '/v1/providers/verify', { 'content-type': 'application/json' }, JSON.stringify(filter), { once: true });
     return ((await response.json()) as { verifications: Verification[] }).verifications;
+  }
+
+  /** Operators: route versions per operation, what serves new jobs, and how each version did. */
+  async listRoutes(): Promise<RouteOperations> {
+    return (await (await this.request('GET', '/v1/routes', {})).json()) as RouteOperations;
+  }
+
+  /**
+   * Operators: starts a canary route version. Sent once (a repeat would be told the name is taken).
+   * @throws OnceflowApiError 400, 403, 404 (operation), 409 (a canary already running, the name taken, a step failing the gate).
+   */
+  async startCanary(operation: string, canary: NewCanary): Promise<RouteVersion> {
+    const response = await this.request('POST', `/v1/routes/${encodeURIComponent(operation)}/canaries`, { 'content-type': 'application/json' }, JSON.stringify(canary), { once: true });
+    return (await response.json()) as RouteVersion;
+  }
+
+  /**
+   * Operators: promotes, stops or rolls back a canary. Sent once.
+   * @throws OnceflowApiError 403, 404, 409 (not in a state this change may leave).
+   */
+  async changeCanary(operation: string, version: string, action: 'promote' | 'stop' | 'rollback', reason?: string): Promise<RouteVersion> {
+    const path = `/v1/routes/${encodeURIComponent(operation)}/canaries/${encodeURIComponent(version)}/${action}`;
+    const response = await this.request('POST', path, { 'content-type': 'application/json' }, JSON.stringify(reason === undefined ? {} : { reason }), { once: true });
+    return (await response.json()) as RouteVersion;
   }
 
   private async request(method: string, path: string, headers: Record<string, string>, body?: string, opts: { once?: boolean } = {}): Promise<Response> {

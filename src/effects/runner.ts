@@ -18,7 +18,7 @@ import { getJob, getJobInput, getJobOutput } from '../ledger/jobs';
 import type { Metrics } from '../metrics/metrics';
 import type { OperationRegistry } from '../operations/registry';
 import { finishJobLocked } from './finish';
-import { countJobEnded } from '../metrics/job-outcomes';
+import { afterJobEnded } from '../canary/job-ended';
 import type { EffectAdapter, EffectContext } from './types';
 
 export interface EffectSettings {
@@ -117,7 +117,7 @@ export function createEffectRunner(deps: EffectRunnerDeps) {
     if (finished === undefined) return stateOf(effect.jobId, effect.name);
     if (status === 'needs_review') metrics.effectsNeedsReview.inc({ effect: effect.name });
     else metrics.effectsSettled.inc({ effect: effect.name, status });
-    if (finished !== 'open') await countJobEnded(db, metrics, effect.jobId);
+    if (finished !== 'open') await afterJobEnded(db, metrics, effect.jobId);
     // What this transaction wrote is what the ledger says now: no need to read it back.
     return { status, leaseRemainingMs: 0, jobTerminal: finished !== 'open', jobStatus: finished === 'open' ? 'running' : finished, ...fields };
   }
@@ -135,7 +135,7 @@ export function createEffectRunner(deps: EffectRunnerDeps) {
         return finishJobLocked(tx, effect.jobId, deps.operations);
       });
       metrics.effectsSettled.inc({ effect: effect.name, status: 'succeeded' });
-      if (finished !== 'open') await countJobEnded(db, metrics, effect.jobId);
+      if (finished !== 'open') await afterJobEnded(db, metrics, effect.jobId);
       return stateOf(effect.jobId, effect.name);
     }
     for (;;) {

@@ -199,6 +199,8 @@ export interface LockedJob {
   completedBy: string | null;
   /** Milliseconds left before the caller's deadline by the database's clock (0 or less: passed), or null without one. */
   deadlineLeftMs: number | null;
+  /** The route version the job was admitted to (null for jobs admitted before versions were recorded). */
+  routeVersion: string | null;
   /** The job's input, when asked for. */
   input?: Record<string, unknown>;
 }
@@ -219,10 +221,11 @@ export async function lockJobRow(tx: PoolClient, jobId: string, opts: { withInpu
     version: string;
     terminal: boolean;
     completed_by: string | null;
+    route_version: string | null;
     deadline_left_ms: string | null;
     input?: Record<string, unknown>;
   }>(
-    `SELECT id, operation, status, version, terminal_at IS NOT NULL AS terminal, completed_by, ${DEADLINE_LEFT_MS} AS deadline_left_ms${opts.withInput ? ', input' : ''}
+    `SELECT id, operation, status, version, terminal_at IS NOT NULL AS terminal, completed_by, route_version, ${DEADLINE_LEFT_MS} AS deadline_left_ms${opts.withInput ? ', input' : ''}
      FROM jobs WHERE id = $1 FOR UPDATE`,
     [jobId],
   );
@@ -235,6 +238,7 @@ export async function lockJobRow(tx: PoolClient, jobId: string, opts: { withInpu
     version: Number(row.version),
     terminal: row.terminal,
     completedBy: row.completed_by,
+    routeVersion: row.route_version,
     deadlineLeftMs: row.deadline_left_ms === null ? null : Number(row.deadline_left_ms),
     ...(row.input ? { input: row.input } : {}),
   };

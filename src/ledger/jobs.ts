@@ -80,6 +80,8 @@ export class IdempotencyKeyReusedError extends Error {
 }
 
 export interface NewJob extends JobScope {
+  /** The new job's id, when the caller chose it (a canary's share is decided by it); else the database's. */
+  id?: string;
   requestDigest: string;
   schemaVersion: number;
   input: Record<string, unknown>;
@@ -106,8 +108,8 @@ export async function admitJob(db: Pool, job: NewJob): Promise<{ job: JobRecord;
     // The created event is written by the same statement, only when the row was.
     const inserted = await db.query<JobRow>(
       `WITH inserted AS (
-         INSERT INTO jobs (principal_id, operation, idempotency_key, request_digest, schema_version, input, workflow_id, billing, route_version, deadline_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+         INSERT INTO jobs (id, principal_id, operation, idempotency_key, request_digest, schema_version, input, workflow_id, billing, route_version, deadline_at)
+         VALUES (COALESCE($10::uuid, gen_random_uuid()), $1, $2, $3, $4, $5, $6, $7, $8, $9, $11)
          ON CONFLICT (principal_id, operation, idempotency_key) DO NOTHING
          RETURNING ${JOB_COLUMNS}
        ), created AS (
@@ -115,7 +117,7 @@ export async function admitJob(db: Pool, job: NewJob): Promise<{ job: JobRecord;
          SELECT id, '${JobEventType.created}', jsonb_build_object('requestDigest', request_digest), created_at FROM inserted
        )
        SELECT * FROM inserted`,
-      [job.principalId, job.operation, job.idempotencyKey, job.requestDigest, job.schemaVersion, job.input, job.workflowId, job.billing === 'all-attempts' ? 'all_attempts' : 'winner', job.routeVersion ?? null, job.deadlineAt ?? null],
+      [job.principalId, job.operation, job.idempotencyKey, job.requestDigest, job.schemaVersion, job.input, job.workflowId, job.billing === 'all-attempts' ? 'all_attempts' : 'winner', job.routeVersion ?? null, job.id ?? null, job.deadlineAt ?? null],
     );
     if (inserted.rows[0]) return { job: toJobRecord(inserted.rows[0]), created: true };
     const existing = await findJobByScope(db, job);

@@ -37,8 +37,9 @@ export function countJobAdmitted(metrics: Metrics, operation: string, routeVersi
  * status and the harms it had on the way, read from the ledger.
  * Never throws: a count that cannot be read is reported to `onError` (by
  * default a process warning), and the job's own work is not failed for it.
+ * @returns the job's operation and route version, or undefined when it was not counted.
  */
-export async function countJobEnded(db: Queryable, metrics: Metrics, jobId: string, onError: (err: unknown) => void = warnUncounted(jobId)): Promise<void> {
+export async function countJobEnded(db: Queryable, metrics: Metrics, jobId: string, onError: (err: unknown) => void = warnUncounted(jobId)): Promise<{ operation: string; routeVersion: string | null } | undefined> {
   try {
     const { rows } = await db.query<{ operation: string; route_version: string | null; status: string; with_unknowns: boolean; with_contract_violations: boolean; with_effects_in_review: boolean }>(
       `SELECT j.operation, j.route_version, j.status,
@@ -49,13 +50,15 @@ export async function countJobEnded(db: Queryable, metrics: Metrics, jobId: stri
       [jobId, JobEventType.attemptUnknown, JobEventType.effectNeedsReview],
     );
     const row = rows[0];
-    if (!row) return;
+    if (!row) return undefined;
     const labels = { operation: row.operation, route: row.route_version ?? UNRECORDED_ROUTE };
     metrics.jobOutcomes.inc({ ...labels, outcome: row.status as JobOutcome });
     if (row.with_unknowns) metrics.jobOutcomes.inc({ ...labels, outcome: JobOutcome.withUnknowns });
     if (row.with_contract_violations) metrics.jobOutcomes.inc({ ...labels, outcome: JobOutcome.withContractViolations });
     if (row.with_effects_in_review) metrics.jobOutcomes.inc({ ...labels, outcome: JobOutcome.withEffectsInReview });
+    return { operation: row.operation, routeVersion: row.route_version };
   } catch (err) {
     onError(err);
+    return undefined;
   }
 }

@@ -5,6 +5,7 @@ import { createActivities } from '../activities';
 import type { OnceflowConfig } from '../config';
 import { createMetrics, type Metrics } from '../metrics/metrics';
 import { recordOperationVersions } from '../ledger/operation-versions';
+import { recordBaselines } from '../canary/baseline';
 import { loadOperations, type LoadedOperations } from '../operations/load';
 import { loadProviders } from '../providers/load';
 import { connectTemporal, connectTemporalWorker, installTemporalRuntime } from '../temporal/connect';
@@ -29,6 +30,7 @@ export async function startWorker(config: OnceflowConfig, db: Pool, metrics: Met
   const operations = loaded.registry;
   const { providers, prices, routeFor: route } = await loadProviders(config, operations);
   await recordOperationVersions(db, operations);
+  await recordBaselines(db, operations, route);
   // The first job should cost what the hundredth does: the tokenizers it checks prompts with are built now.
   warmUpTokenizers([...operations.keys()].flatMap((name) => route(name).map((step) => step.model)));
   const connection = await connectTemporalWorker(config.temporal.connection);

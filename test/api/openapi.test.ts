@@ -52,6 +52,11 @@ describe('the OpenAPI document', () => {
       'POST /v1/jobs/{id}/effects/{name}/resolution',
       'GET /v1/providers',
       'POST /v1/providers/verify',
+      'GET /v1/routes',
+      'POST /v1/routes/{operation}/canaries',
+      'POST /v1/routes/{operation}/canaries/{version}/promote',
+      'POST /v1/routes/{operation}/canaries/{version}/stop',
+      'POST /v1/routes/{operation}/canaries/{version}/rollback',
       'GET /healthz',
       'GET /readyz',
       'GET /metrics',
@@ -111,6 +116,11 @@ describe('the OpenAPI document', () => {
     ['resolveEffect', ['200', '400', '401', '403', '404', '409', '413', '415', '429']],
     ['listProviders', ['200', '401', '403', '429']],
     ['verifyProviders', ['200', '400', '401', '403', '404', '413', '415', '429']],
+    ['listRoutes', ['200', '401', '403', '429']],
+    ['startCanary', ['201', '400', '401', '403', '404', '409', '413', '415', '429']],
+    ['promoteCanary', ['200', '400', '401', '403', '404', '409', '413', '415', '429']],
+    ['stopCanary', ['200', '400', '401', '403', '404', '409', '413', '415', '429']],
+    ['rollbackCanary', ['200', '400', '401', '403', '404', '409', '413', '415', '429']],
     ['ready', ['200', '503']],
   ])('lists the statuses %s can answer', (operationId, statuses) => {
     expect(Object.keys(byId(operationId).responses)).toEqual(expect.arrayContaining(statuses));

@@ -307,4 +307,33 @@ describe('the onceflow command line', () => {
       expect(refused.err).toMatch(/401 Unauthorized/);
     }, 60_000);
   });
+
+  describe('routes', () => {
+    it('starts a canary, lists it as serving its share, and stops it with a reason', async () => {
+      // Act
+      const started = await cli(['routes', 'canary', 'start', '--operation', 'support.reply', '--version', 'cli-backup-first', '--route', 'sim-backup/sim-large,sim-primary/sim-small', '--owner', 'olga', '--share', '5', '--expires-in', '2h', '--window', '100', '--json']);
+      const listed = await cli(['routes', 'list']);
+      const noReason = await cli(['routes', 'canary', 'stop', 'support.reply', 'cli-backup-first']);
+      const stopped = await cli(['routes', 'canary', 'stop', 'support.reply', 'cli-backup-first', '--reason', 'done for today']);
+      const again = await cli(['routes', 'canary', 'promote', 'support.reply', 'cli-backup-first']);
+
+      // Assert
+      expect(started.code).toBe(0);
+      expect(JSON.parse(started.out)).toMatchObject({ version: 'cli-backup-first', state: 'running', sharePercent: 5, owner: 'olga', thresholds: { window: 100, contractViolationsPercent: 2 } });
+      expect(listed.code).toBe(0);
+      expect(listed.out).toMatch(/cli-backup-first\s+canary\s+running \(5 %\)\s+sim-backup\/sim-large > sim-primary\/sim-small/);
+      expect(noReason.code).toBe(2);
+      expect(noReason.err).toMatch(/--reason is required/);
+      expect(stopped.code).toBe(0);
+      expect(stopped.out).toMatch(/stopped \(done for today\)/);
+      expect(again.code).toBe(1);
+      expect(again.err).toMatch(/409 Route version not in that state/);
+    });
+
+    it('refuses a bad route or expiry before asking the server (exit 2)', async () => {
+      const badRoute = await cli(['routes', 'canary', 'start', '--operation', 'support.reply', '--version', 'x', '--route', 'sim-backup', '--owner', 'o', '--share', '5', '--expires-in', '2h']);
+      const bothExpiries = await cli(['routes', 'canary', 'start', '--operation', 'support.reply', '--version', 'x', '--route', 'a/b', '--owner', 'o', '--share', '5', '--expires-in', '2h', '--expires-at', '2030-01-01T00:00:00Z']);
+      expect([badRoute.code, bothExpiries.code]).toEqual([2, 2]);
+    });
+  });
 });

@@ -12,6 +12,7 @@ import { createWorker } from '../../src/worker/worker';
 import { createSimProviders, SIM_PRICE_TABLE, SIM_ROUTE } from '../../src/sim/providers';
 import { buildActivityDeps } from '../../src/worker/activity-deps';
 import { verifyContracts } from '../../src/contracts/verify';
+import { recordBaselines } from '../../src/canary/baseline';
 import type { ProviderAdapter } from '../../src/providers/types';
 import { startSimStack, type SimStack } from '../../src/sim/stack';
 import { createTestDatabase, type TestDatabase } from './database';
@@ -100,6 +101,9 @@ export async function startTestStack(opts: TestStackOptions = {}): Promise<TestS
     },
     logger: false,
   });
+
+  // As every API and worker does at start: the providers file's route is the baseline route version.
+  await recordBaselines(db.pool, operations, () => route);
 
   if (opts.verify !== false) {
     await verifyContracts({ db: db.pool, operations, providers, routeFor: () => route }, {}, { samples: 1, timeoutMs: 5_000 });

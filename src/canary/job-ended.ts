@@ -1,0 +1,26 @@
+import type { Queryable } from '../ledger/queryable';
+import { countJobEnded } from '../metrics/job-outcomes';
+import type { Metrics } from '../metrics/metrics';
+import { isBaselineVersion } from '../providers/route-version';
+import { checkCanary } from './check';
+
+function warnUnchecked(jobId: string) {
+  return (err: unknown) => process.emitWarning(`could not count the outcome of job ${jobId}, or check its route version: ${(err as Error).message}`);
+}
+
+/**
+ * What follows a job's terminal write, by the one caller that committed it:
+ * its outcome is counted, and the route version that served it is checked
+ * against its canary thresholds (a canary whose last jobs cross one stops by
+ * itself). Never throws: the job's own work is done and is not failed for it.
+ */
+export async function afterJobEnded(db: Queryable, metrics: Metrics, jobId: string, onError: (err: unknown) => void = warnUnchecked(jobId)): Promise<void> {
+  const served = await countJobEnded(db, metrics, jobId, onError);
+  // A baseline is never a canary: no read at all for the jobs of the providers file's route.
+  if (!served?.routeVersion || isBaselineVersion(served.routeVersion)) return;
+  try {
+    await checkCanary(db, served.operation, served.routeVersion);
+  } catch (err) {
+    onError(err);
+  }
+}
