@@ -62,11 +62,15 @@ function idempotencyKeyOf(request: FastifyRequest): string {
   return header;
 }
 
-/** The Request-Deadline header's instant, if one was sent. @throws ProblemError 400 (duplicate-header, invalid-deadline). */
+/**
+ * The Request-Deadline header's instant, if one was sent. An empty value is
+ * no deadline, as if the header were not there (an optional header).
+ * @throws ProblemError 400 (duplicate-header, invalid-deadline).
+ */
 function requestDeadlineOf(request: FastifyRequest): { at: Date; raw: string } | undefined {
   refuseDuplicateHeader(request, 'Request-Deadline');
-  const raw = request.headers['request-deadline'] as string | undefined;
-  return raw === undefined ? undefined : { at: parseRequestDeadline(raw), raw };
+  const raw = (request.headers['request-deadline'] as string | undefined)?.trim();
+  return raw === undefined || raw === '' ? undefined : { at: parseRequestDeadline(raw), raw };
 }
 
 /**

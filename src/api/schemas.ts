@@ -253,8 +253,8 @@ export const PREFER_BAD_WAIT_PATTERN = `(^|[,; \\t])[Ww][Aa][Ii][Tt][ \\t]*=[ \\
  */
 export const IDEMPOTENCY_KEY_PATTERN = '^[\\x21-\\x7E]([\\x20-\\x7E]{0,253}[\\x21-\\x7E])?$';
 
-/** The shape of Request-Deadline (RFC 3339 date-time with offset); api/request-deadline.ts also checks the day exists. */
-export const REQUEST_DEADLINE_PATTERN = '^\\d{4}-\\d{2}-\\d{2}[Tt]\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?([Zz]|[+-]\\d{2}:\\d{2})$';
+/** The shape of Request-Deadline (RFC 3339 date-time with offset, or empty: none); api/request-deadline.ts also checks the day exists. */
+export const REQUEST_DEADLINE_PATTERN = '^(\\d{4}-\\d{2}-\\d{2}[Tt]\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?([Zz]|[+-]\\d{2}:\\d{2}))?$';
 
 export const SubmitHeadersSchema = Type.Object({
   'Idempotency-Key': Type.String({
@@ -275,7 +275,7 @@ export const SubmitHeadersSchema = Type.Object({
     Type.String({
       pattern: REQUEST_DEADLINE_PATTERN,
       description:
-        "the caller's deadline for a new job, an RFC 3339 date-time with its offset; not part of the intent (not in the digest); stored by the request that creates the job and never changed by a retry; a later one than the operation's maximum is shortened to it. Malformed, or past for a new key: 400 invalid-deadline",
+        "the caller's deadline for a new job, an RFC 3339 date-time with its offset; not part of the intent (not in the digest); stored by the request that creates the job and never changed by a retry; a later one than the operation's maximum is shortened to it. Empty: no deadline. Malformed, or past for a new key: 400 invalid-deadline",
       examples: ['2026-12-01T09:30:00Z'],
     }),
   ),

@@ -64,6 +64,12 @@ describe('the caller\'s deadline at the API (Request-Deadline)', () => {
     expect(rows).toHaveLength(0);
   });
 
+  it('takes an empty Request-Deadline as none', async () => {
+    const response = await submit(stack, { deadline: '' });
+    expect(response.statusCode).toBe(202);
+    expect(response.json().deadline).toBeUndefined();
+  });
+
   it('refuses a deadline already past for a new key, and still answers a retry of an existing key that sends it', async () => {
     // Arrange
     const key = randomUUID();
