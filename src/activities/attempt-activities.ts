@@ -96,7 +96,8 @@ export function createAttemptActivities(deps: ActivityDeps) {
     // With effects to run, the job is not done yet: its result waits for their receipts.
     const first = operation.effects?.[0];
     const claim = first && claimFor ? { name: first, owner: claimFor.owner, leaseMs: deps.effectTimeoutMs } : undefined;
-    const { outcome, claimed, usageRecorded } = await commitAndClaim(db, attempt, check.output, { terminal: !first, ...(claim ? { claim } : {}), ...(usage ? { usage } : {}) });
+    const hedged = operation.retry?.hedge !== undefined;
+    const { outcome, claimed, usageRecorded } = await commitAndClaim(db, attempt, check.output, { terminal: !first, ...(claim ? { claim } : {}), ...(usage ? { usage } : {}), ...(hedged ? { hedged } : {}) });
     if (usageRecorded) await meterUsage(attempt.id);
     if (outcome !== 'succeeded') metrics.lateResultsDiscarded.inc({ operation: attempt.operation, provider: attempt.provider });
     metrics.attemptOutcomes.inc({ operation: attempt.operation, provider: attempt.provider, status: outcome, class: '' });
