@@ -9,6 +9,7 @@ import {
   LIVE_ATTEMPT_STATUSES,
   listAttempts,
   lockJobRow,
+  takeLeftoverUnknowns,
   markAttemptUnknownLocked,
   openAttemptLocked,
   type AttemptRecord,
@@ -47,7 +48,7 @@ async function skippedFallbacks(tx: PoolClient, jobId: string): Promise<string[]
   return rows.map((row) => row.line);
 }
 
-export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnType<typeof createAttemptActivities>, 'sendAttempt'>) {
+export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnType<typeof createAttemptActivities>, 'sendAttempt' | 'settleLeftoverAttempt'>) {
   const { db, metrics } = deps;
   const clock = deps.clock ?? { now: () => new Date() };
   const timings: JobTimings = {
@@ -310,10 +311,13 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
      * canaries that expired without promotion.
      * @returns how many jobs were looked at and how many were repaired.
      */
-    async sweepJobs(): Promise<{ looked: number; repaired: number }> {
+    async sweepJobs(): Promise<{ looked: number; repaired: number; leftovers: number }> {
       // A canary past its expiry stops by itself even when none of its jobs ends and no job is admitted.
       await stopExpiredCanaries(db);
-      if (!deps.workflows || !deps.sweeper) return { looked: 0, repaired: 0 };
+      // Attempts still unknown in ended jobs (a hedge's siblings, one in flight at a cancellation): what they cost is still to learn.
+      const leftovers = await takeLeftoverUnknowns(db, { intervalMs: deps.attempts.reconcileIntervalMs, limit: deps.sweeper?.batchSize ?? 100 });
+      for (const attemptId of leftovers) await attempts.settleLeftoverAttempt(attemptId);
+      if (!deps.workflows || !deps.sweeper) return { looked: 0, repaired: 0, leftovers: leftovers.length };
       const jobs = await takeJobsToSweep(db, { minAgeMs: deps.sweeper.minAgeMs, intervalMs: deps.sweeper.intervalMs, limit: deps.sweeper.batchSize });
       let repaired = 0;
       for (const job of jobs) {
@@ -323,7 +327,7 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
           await appendEvent(db, job.id, JobEventType.workflowRepaired, { workflowId: job.workflowId });
         }
       }
-      return { looked: jobs.length, repaired };
+      return { looked: jobs.length, repaired, leftovers: leftovers.length };
     },
   };
 }

@@ -133,6 +133,23 @@ export async function findLiveAttempt(db: Queryable, jobId: string, lane = 0): P
   return rows[0] ? toAttempt(rows[0]) : undefined;
 }
 
+/**
+ * Attempts still unknown in jobs that have ended, not looked up within
+ * `intervalMs` (by the last lookup noted in their evidence, else since they
+ * became unknown), oldest first.
+ */
+export async function takeLeftoverUnknowns(db: Queryable, opts: { intervalMs: number; limit: number }): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT a.id FROM attempts a JOIN jobs j ON j.id = a.job_id
+     WHERE a.status = 'unknown' AND j.terminal_at IS NOT NULL
+       AND COALESCE((a.evidence -> 'lastLookup' ->> 'at')::timestamptz, a.ended_at, a.started_at) < now() - $1 * interval '1 millisecond'
+     ORDER BY a.started_at
+     LIMIT $2`,
+    [opts.intervalMs, opts.limit],
+  );
+  return rows.map((row) => row.id);
+}
+
 export type OpenAttemptResult = { kind: 'opened'; attempt: AttemptRecord } | { kind: 'live'; attempt: AttemptRecord } | { kind: 'terminal'; status: string };
 
 export interface AttemptOpening {

@@ -45,6 +45,30 @@ describe('retry policies: a read-only generation hedges, a side-effecting operat
     expect(types(job).indexOf('attempt.unknown')).toBeLessThan(types(job).indexOf('attempt.hedged'));
   });
 
+  it("records what a hedge's unknown sibling cost once its provider completes it, after the job ended: a discarded answer and an adjustment, the settlement untouched", async () => {
+    // Arrange: the primary completes 2.5 s after its request; the hedge to the backup wins at about 1 s.
+    const job = await run('support.draft', 'Hi @sim(sim-primary:late=2500) T-leftover', (view) => isTerminalJob(view) && view.settlement !== undefined);
+    expect(job.attempts.map((a: any) => [a.provider, a.status])).toEqual([
+      ['sim-primary', 'unknown'],
+      ['sim-backup', 'succeeded'],
+    ]);
+    const settled = job.settlement;
+
+    // Act: the sweeper looks the leftover up once its provider has completed it.
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    const swept = await stack.activities.sweepJobs();
+
+    // Assert
+    expect(swept.leftovers).toBeGreaterThanOrEqual(1);
+    const after = await readJob(stack, job.id);
+    expect(after.status).toBe('succeeded');
+    expect(after.result).toEqual(job.result);
+    expect(after.attempts[0]).toMatchObject({ provider: 'sim-primary', status: 'discarded', usage: { reported: true } });
+    expect(after.attempts[0].usage.inputTokens).toBeGreaterThan(0);
+    expect(after.settlement).toMatchObject({ providerCost: settled.providerCost, billable: settled.billable, settledAt: settled.settledAt });
+    expect(after.settlement.adjustments).toEqual([expect.objectContaining({ attemptId: job.attempts[0].id })]);
+  });
+
   it('lets the unknown attempt win when its answer comes first, though a hedge was opened after it', async () => {
     // Act: the primary completes 2.5 s after its request (found by reconciliation); the backup never answers.
     const job = await run('support.draft', 'Hi @sim(sim-primary:late=2500) @sim(sim-backup:hang)');
