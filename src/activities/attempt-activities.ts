@@ -96,7 +96,8 @@ export function createAttemptActivities(deps: ActivityDeps) {
     // With effects to run, the job is not done yet: its result waits for their receipts.
     const first = operation.effects?.[0];
     const claim = first && claimFor ? { name: first, owner: claimFor.owner, leaseMs: deps.effectTimeoutMs } : undefined;
-    const { outcome, claimed, usageRecorded } = await commitAndClaim(db, attempt, check.output, { terminal: !first, ...(claim ? { claim } : {}), ...(usage ? { usage } : {}) });
+    const hedged = operation.retry?.hedge !== undefined;
+    const { outcome, claimed, usageRecorded } = await commitAndClaim(db, attempt, check.output, { terminal: !first, ...(claim ? { claim } : {}), ...(usage ? { usage } : {}), ...(hedged ? { hedged } : {}) });
     if (usageRecorded) await meterUsage(attempt.id);
     if (outcome !== 'succeeded') metrics.lateResultsDiscarded.inc({ operation: attempt.operation, provider: attempt.provider });
     metrics.attemptOutcomes.inc({ operation: attempt.operation, provider: attempt.provider, status: outcome, class: '' });
@@ -195,6 +196,43 @@ export function createAttemptActivities(deps: ActivityDeps) {
     }
   }
 
+  /**
+   * Asks an unknown attempt's provider what it did with the request, and
+   * writes what it says: never received (failed, not_executed), still
+   * executing (noted), or completed (its answer through the contract and the
+   * result slot's compare-and-swap). Every write is a CAS on `unknown`.
+   */
+  async function lookUp(attempt: AttemptRecord): Promise<void> {
+    const operation = attempt.operation;
+    const provider = deps.providers.get(attempt.provider);
+    if (!provider?.lookup) return;
+    let found;
+    try {
+      found = await provider.lookup(attempt.id);
+    } catch (err) {
+      await noteEvidence(db, attempt.id, { lastLookup: { at: clock.now().toISOString(), error: (err as Error).message } });
+      return;
+    }
+    if (!found.found) {
+      const failed = await failAttempt(db, attempt.id, AttemptStatus.unknown, {
+        class: 'not_executed',
+        detail: 'the provider has no record of the request',
+        evidence: { lookup: { at: clock.now().toISOString(), found: false } },
+      });
+      if (failed) metrics.attemptsResolved.inc({ operation, via: 'provider_lookup', outcome: 'failed' });
+      return;
+    }
+    if (found.status === 'executing') {
+      await noteEvidence(db, attempt.id, { lastLookup: { at: clock.now().toISOString(), status: 'executing' } });
+      return;
+    }
+    await noteEvidence(db, attempt.id, { lookup: { at: clock.now().toISOString(), found: true, status: 'completed' } });
+    // The workflow's effect steps run the winner's effects.
+    await settleAnswer(attempt, AttemptStatus.unknown, found.content, usageOf(attempt, found.usage));
+    const report = await reportOf(attempt.id);
+    metrics.attemptsResolved.inc({ operation, via: 'provider_lookup', outcome: report.status });
+  }
+
   return {
     sendAttempt,
     /**
@@ -236,34 +274,20 @@ export function createAttemptActivities(deps: ActivityDeps) {
       }
       const job = await getJob(db, attempt.jobId);
       if (!job || isTerminal(job.status)) return reportOf(attemptId);
-      const provider = deps.providers.get(attempt.provider);
-      if (!provider?.lookup) return reportOf(attemptId);
-      let found;
-      try {
-        found = await provider.lookup(attemptId);
-      } catch (err) {
-        await noteEvidence(db, attemptId, { lastLookup: { at: clock.now().toISOString(), error: (err as Error).message } });
-        return reportOf(attemptId);
-      }
-      if (!found.found) {
-        const failed = await failAttempt(db, attemptId, AttemptStatus.unknown, {
-          class: 'not_executed',
-          detail: 'the provider has no record of the request',
-          evidence: { lookup: { at: clock.now().toISOString(), found: false } },
-        });
-        if (failed) metrics.attemptsResolved.inc({ operation, via: 'provider_lookup', outcome: 'failed' });
-        return reportOf(attemptId);
-      }
-      if (found.status === 'executing') {
-        await noteEvidence(db, attemptId, { lastLookup: { at: clock.now().toISOString(), status: 'executing' } });
-        return reportOf(attemptId);
-      }
-      await noteEvidence(db, attemptId, { lookup: { at: clock.now().toISOString(), found: true, status: 'completed' } });
-      // The workflow's effect steps run the winner's effects.
-      await settleAnswer(attempt, AttemptStatus.unknown, found.content, usageOf(attempt, found.usage));
-      const report = await reportOf(attemptId);
-      metrics.attemptsResolved.inc({ operation, via: 'provider_lookup', outcome: report.status });
-      return report;
+      await lookUp(attempt);
+      return reportOf(attemptId);
+    },
+
+    /**
+     * An attempt left unknown when its job ended (a hedge's sibling, or an
+     * attempt in flight when the job was cancelled): its provider is asked
+     * what became of it, so what it cost is recorded (after settlement, as an
+     * adjustment) and an answer it gave is kept as a discarded one. It cannot
+     * win: its job has ended.
+     */
+    async settleLeftoverAttempt(attemptId: string): Promise<void> {
+      const attempt = await getAttempt(db, attemptId);
+      if (attempt?.status === AttemptStatus.unknown) await lookUp(attempt);
     },
   };
 }

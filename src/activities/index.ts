@@ -8,8 +8,8 @@ export type { ActivityDeps, AttemptSettings, Clock, SweeperSettings } from './de
 
 /** Builds the activities from their dependencies; nothing here is a module-level singleton. */
 export function createActivities(deps: ActivityDeps) {
-  const { sendAttempt, ...attemptActivities } = createAttemptActivities(deps);
-  return { ...createJobActivities(deps, { sendAttempt }), ...attemptActivities, ...createEffectActivities(deps), ...createWarmUpActivities(deps) };
+  const { sendAttempt, settleLeftoverAttempt, ...attemptActivities } = createAttemptActivities(deps);
+  return { ...createJobActivities(deps, { sendAttempt, settleLeftoverAttempt }), ...attemptActivities, ...createEffectActivities(deps), ...createWarmUpActivities(deps) };
 }
 
 export type Activities = ReturnType<typeof createActivities>;

@@ -9,6 +9,7 @@ import {
   LIVE_ATTEMPT_STATUSES,
   listAttempts,
   lockJobRow,
+  takeLeftoverUnknowns,
   markAttemptUnknownLocked,
   openAttemptLocked,
   type AttemptRecord,
@@ -17,7 +18,7 @@ import {
 import { listEffects } from '../ledger/effects';
 import { appendEvent, JobEventType } from '../ledger/events';
 import { failJob, takeJobsToSweep } from '../ledger/jobs';
-import { DEFAULT_MIN_ATTEMPT_MS } from '../operations/operation';
+import { DEFAULT_MIN_ATTEMPT_MS, type HedgePolicy } from '../operations/operation';
 import { afterJobEnded } from '../canary/job-ended';
 import { removeExpiredJobs } from '../ledger/retention';
 import { routeStepsOf, stopExpiredCanaries } from '../ledger/route-versions';
@@ -47,7 +48,7 @@ async function skippedFallbacks(tx: PoolClient, jobId: string): Promise<string[]
   return rows.map((row) => row.line);
 }
 
-export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnType<typeof createAttemptActivities>, 'sendAttempt'>) {
+export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnType<typeof createAttemptActivities>, 'sendAttempt' | 'settleLeftoverAttempt'>) {
   const { db, metrics } = deps;
   const clock = deps.clock ?? { now: () => new Date() };
   const timings: JobTimings = {
@@ -134,21 +135,29 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
     }
 
     let attempts = await listAttempts(tx, job.id);
-    const live = attempts.find((attempt) => LIVE_ATTEMPT_STATUSES.includes(attempt.status));
-    if (live?.status === AttemptStatus.unknown) return { kind: 'await', attemptId: live.id };
-    if (live?.status === AttemptStatus.starting && live.id === request.attemptId) {
+    // One live attempt at most (lane 0), or one per lane for a job that hedges.
+    const lives = attempts.filter((attempt) => LIVE_ATTEMPT_STATUSES.includes(attempt.status));
+    const mine = lives.find((attempt) => attempt.status === AttemptStatus.starting && attempt.id === request.attemptId);
+    if (mine) {
       // This step ran before, opened its attempt, and its answer was lost: the attempt is still to be sent.
-      return { kind: 'call', attemptId: live.id, provider: live.provider, model: live.model, seq: live.seq, deadlineLeftMs: job.deadlineLeftMs, ...(job.input ? { toSend: { attempt: live, input: job.input, deadlineLeftMs: job.deadlineLeftMs } } : {}) };
+      return { kind: 'call', attemptId: mine.id, provider: mine.provider, model: mine.model, seq: mine.seq, deadlineLeftMs: job.deadlineLeftMs, ...(job.input ? { toSend: { attempt: mine, input: job.input, deadlineLeftMs: job.deadlineLeftMs } } : {}) };
     }
-    if (live?.status === AttemptStatus.starting) {
-      // Its call never marked it sent, and the CAS on `starting` keeps a late one from doing so now.
-      await failAttemptLocked(tx, live.id, AttemptStatus.starting, { class: 'not_sent', detail: 'the provider call did not start (its worker was lost); nothing was sent' });
-      metrics.attemptOutcomes.inc({ operation: job.operation, provider: live.provider, status: 'failed', class: 'not_sent' });
-      attempts = await listAttempts(tx, job.id);
-    } else if (live?.status === AttemptStatus.running) {
-      await markAttemptUnknownLocked(tx, live.id, { class: 'worker_lost', detail: 'the provider call did not report back in time (worker lost or overran)' });
-      metrics.attemptsUnknown.inc({ operation: job.operation, provider: live.provider, cause: 'worker_lost' });
-      return { kind: 'await', attemptId: live.id };
+    for (const live of lives) {
+      if (live.status === AttemptStatus.starting) {
+        // Its call never marked it sent, and the CAS on `starting` keeps a late one from doing so now.
+        await failAttemptLocked(tx, live.id, AttemptStatus.starting, { class: 'not_sent', detail: 'the provider call did not start (its worker was lost); nothing was sent' });
+        metrics.attemptOutcomes.inc({ operation: job.operation, provider: live.provider, status: 'failed', class: 'not_sent' });
+      } else if (live.status === AttemptStatus.running) {
+        await markAttemptUnknownLocked(tx, live.id, { class: 'worker_lost', detail: 'the provider call did not report back in time (worker lost or overran)' });
+        metrics.attemptsUnknown.inc({ operation: job.operation, provider: live.provider, cause: 'worker_lost' });
+      }
+    }
+    if (lives.some((live) => live.status !== AttemptStatus.unknown)) attempts = await listAttempts(tx, job.id);
+    const unknowns = attempts.filter((attempt) => attempt.status === AttemptStatus.unknown);
+    if (unknowns.length > 0) {
+      // Invariant 4: nothing new starts while an attempt is unknown — except a hedge of a read-only generation, within its budget.
+      const hedged = operation?.retry?.hedge ? await openHedge(tx, job, operation.retry.hedge, attempts, unknowns, request.attemptId) : undefined;
+      return hedged ?? { kind: 'await', attemptId: unknowns[0]!.id };
     }
 
     // Past the caller's deadline (or too close to it for one more attempt), a job with no winner fails;
@@ -192,6 +201,43 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
     metrics.attemptsStarted.inc({ operation: job.operation, provider: step.provider, kind });
     const { attempt } = opened;
     return { kind: 'call', attemptId: attempt.id, provider: step.provider, model: step.model, seq: attempt.seq, deadlineLeftMs: job.deadlineLeftMs, ...(job.input ? { toSend: { attempt, input: job.input, deadlineLeftMs: job.deadlineLeftMs } } : {}) };
+  }
+
+  /**
+   * A hedge: a new attempt of a read-only generation while others are
+   * unknown, in a free lane, at the route's next eligible step — only within
+   * the operation's budget (attempts in flight, time since the job was
+   * created, what its attempts have cost), the attempt cap and the caller's
+   * deadline. The job's events say so. Nothing is opened otherwise.
+   */
+  async function openHedge(tx: PoolClient, job: LockedJob, hedge: HedgePolicy, attempts: AttemptRecord[], unknowns: AttemptRecord[], attemptId: string) {
+    const busy = new Set(unknowns.map((attempt) => attempt.lane));
+    const lane = Array.from({ length: hedge.maxConcurrent }, (_, index) => index).find((index) => !busy.has(index));
+    if (lane === undefined || attempts.length >= deps.attempts.maxAttempts) return undefined;
+    const minAttemptMs = deps.operations.get(job.operation)?.deadline?.minAttemptMs ?? DEFAULT_MIN_ATTEMPT_MS;
+    if (job.deadlineLeftMs !== null && job.deadlineLeftMs < minAttemptMs) return undefined;
+    const { rows } = await tx.query<{ in_time: boolean; under_cost: boolean }>(
+      `SELECT j.created_at + $2 * interval '1 millisecond' > now() AS in_time,
+              ($3::numeric IS NULL OR (SELECT COALESCE(sum(a.cost), 0) FROM attempts a WHERE a.job_id = j.id) < $3::numeric) AS under_cost
+       FROM jobs j WHERE j.id = $1`,
+      [job.id, hedge.budgetMs, hedge.maxCost ?? null],
+    );
+    if (!rows[0]?.in_time || !rows[0].under_cost) return undefined;
+    const route = await routeOfJob(tx, job);
+    const last = attempts[attempts.length - 1];
+    const { step, skipped } = await chooseStep(tx, job, route, last);
+    if (!step) return undefined;
+    for (const skip of skipped) {
+      metrics.fallbacksSkipped.inc({ operation: job.operation, provider: skip.provider, reason: skip.reason });
+      await appendEvent(tx, job.id, JobEventType.fallbackSkipped, { provider: skip.provider, model: skip.model, reason: skip.reason, detail: skip.detail });
+    }
+    const opened = await openAttemptLocked(tx, { jobId: job.id, attemptId, provider: step.provider, model: step.model, operation: job.operation, known: attempts, lane });
+    if (opened.kind !== 'opened') throw new Error(`job ${job.id}: lane ${lane} went live while the job row was locked`);
+    const { attempt } = opened;
+    // Invariant 4 is relaxed for this operation only, and the job's history says so.
+    await appendEvent(tx, job.id, JobEventType.attemptHedged, { attemptId: attempt.id, lane, whileUnknown: unknowns.map((unknown) => unknown.id) });
+    metrics.attemptsStarted.inc({ operation: job.operation, provider: step.provider, kind: 'hedge' });
+    return { kind: 'call' as const, attemptId: attempt.id, provider: step.provider, model: step.model, seq: attempt.seq, deadlineLeftMs: job.deadlineLeftMs, ...(job.input ? { toSend: { attempt, input: job.input, deadlineLeftMs: job.deadlineLeftMs } } : {}) };
   }
 
   /** Why a job failed at its deadline, in so many words. */
@@ -265,10 +311,13 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
      * canaries that expired without promotion.
      * @returns how many jobs were looked at and how many were repaired.
      */
-    async sweepJobs(): Promise<{ looked: number; repaired: number }> {
+    async sweepJobs(): Promise<{ looked: number; repaired: number; leftovers: number }> {
       // A canary past its expiry stops by itself even when none of its jobs ends and no job is admitted.
       await stopExpiredCanaries(db);
-      if (!deps.workflows || !deps.sweeper) return { looked: 0, repaired: 0 };
+      // Attempts still unknown in ended jobs (a hedge's siblings, one in flight at a cancellation): what they cost is still to learn.
+      const leftovers = await takeLeftoverUnknowns(db, { intervalMs: deps.attempts.reconcileIntervalMs, limit: deps.sweeper?.batchSize ?? 100 });
+      for (const attemptId of leftovers) await attempts.settleLeftoverAttempt(attemptId);
+      if (!deps.workflows || !deps.sweeper) return { looked: 0, repaired: 0, leftovers: leftovers.length };
       const jobs = await takeJobsToSweep(db, { minAgeMs: deps.sweeper.minAgeMs, intervalMs: deps.sweeper.intervalMs, limit: deps.sweeper.batchSize });
       let repaired = 0;
       for (const job of jobs) {
@@ -278,7 +327,7 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
           await appendEvent(db, job.id, JobEventType.workflowRepaired, { workflowId: job.workflowId });
         }
       }
-      return { looked: jobs.length, repaired };
+      return { looked: jobs.length, repaired, leftovers: leftovers.length };
     },
   };
 }

@@ -45,6 +45,8 @@ export interface AttemptRecord {
   resolution: AttemptResolution | null;
   /** What it consumed; null while not known. */
   usage: RecordedUsage | null;
+  /** Its lane: 0, or a hedge's (at most one live attempt per lane). */
+  lane: number;
 }
 
 /** An attempt's usage as the ledger holds it: counts as numbers, money as a decimal string. */
@@ -72,6 +74,7 @@ interface AttemptRow {
   error_detail: string | null;
   evidence: Record<string, unknown> | null;
   resolution: AttemptResolution | null;
+  lane: number;
   usage_reported: boolean;
   input_tokens: string | null;
   output_tokens: string | null;
@@ -110,6 +113,7 @@ function toAttempt(row: AttemptRow): AttemptRecord {
     evidence: row.evidence,
     resolution: row.resolution,
     usage: toUsage(row),
+    lane: row.lane ?? 0,
   };
 }
 
@@ -124,9 +128,26 @@ export async function listAttempts(db: Queryable, jobId: string): Promise<Attemp
 }
 
 /** The job's live attempt (starting, running or unknown), if any. */
-export async function findLiveAttempt(db: Queryable, jobId: string): Promise<AttemptRecord | undefined> {
-  const { rows } = await db.query<AttemptRow>(`SELECT * FROM attempts WHERE job_id = $1 AND status IN ('starting', 'running', 'unknown')`, [jobId]);
+export async function findLiveAttempt(db: Queryable, jobId: string, lane = 0): Promise<AttemptRecord | undefined> {
+  const { rows } = await db.query<AttemptRow>(`SELECT * FROM attempts WHERE job_id = $1 AND lane = $2 AND status IN ('starting', 'running', 'unknown')`, [jobId, lane]);
   return rows[0] ? toAttempt(rows[0]) : undefined;
+}
+
+/**
+ * Attempts still unknown in jobs that have ended, not looked up within
+ * `intervalMs` (by the last lookup noted in their evidence, else since they
+ * became unknown), oldest first.
+ */
+export async function takeLeftoverUnknowns(db: Queryable, opts: { intervalMs: number; limit: number }): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT a.id FROM attempts a JOIN jobs j ON j.id = a.job_id
+     WHERE a.status = 'unknown' AND j.terminal_at IS NOT NULL
+       AND COALESCE((a.evidence -> 'lastLookup' ->> 'at')::timestamptz, a.ended_at, a.started_at) < now() - $1 * interval '1 millisecond'
+     ORDER BY a.started_at
+     LIMIT $2`,
+    [opts.intervalMs, opts.limit],
+  );
+  return rows.map((row) => row.id);
 }
 
 export type OpenAttemptResult = { kind: 'opened'; attempt: AttemptRecord } | { kind: 'live'; attempt: AttemptRecord } | { kind: 'terminal'; status: string };
@@ -140,6 +161,8 @@ export interface AttemptOpening {
    * it opened instead of mistaking it for someone else's live attempt.
    */
   attemptId?: string;
+  /** The lane (default 0): a hedge opens in a lane of its own while another attempt is unknown. */
+  lane?: number;
 }
 
 /**
@@ -156,14 +179,15 @@ export async function openAttemptLocked(tx: PoolClient, opening: AttemptOpening 
     if (mine && mine.jobId !== opening.jobId) throw new Error(`attempt ${opening.attemptId} belongs to another job`);
     if (mine) return { kind: 'opened', attempt: mine };
   }
-  // Invariant 3: the partial unique index admits no second live attempt; the conflict opens nothing.
+  // Invariant 3: the partial unique index admits no second live attempt in a lane; the conflict opens nothing.
   // The job's version is read inside this statement: the attempt may win only if nothing changes from here on (invariant 5).
+  const lane = opening.lane ?? 0;
   const { rows } = await tx.query<AttemptRow>(
     `WITH opened AS (
-       INSERT INTO attempts (id, job_id, operation, seq, provider, model, job_version)
+       INSERT INTO attempts (id, job_id, operation, seq, provider, model, job_version, lane)
        VALUES (COALESCE($1::uuid, gen_random_uuid()), $2, $3, (SELECT COALESCE(max(seq), 0) + 1 FROM attempts WHERE job_id = $2), $4, $5,
-               (SELECT version FROM jobs WHERE id = $2))
-       ON CONFLICT (job_id) WHERE status IN ('starting', 'running', 'unknown') DO NOTHING
+               (SELECT version FROM jobs WHERE id = $2), $6)
+       ON CONFLICT (job_id, lane) WHERE status IN ('starting', 'running', 'unknown') DO NOTHING
        RETURNING *
      ), moved AS (
        UPDATE jobs j SET status = 'running', updated_at = now()
@@ -179,10 +203,10 @@ export async function openAttemptLocked(tx: PoolClient, opening: AttemptOpening 
        ) event ORDER BY event.n
      )
      SELECT * FROM opened`,
-    [opening.attemptId ?? null, opening.jobId, opening.operation, opening.provider, opening.model],
+    [opening.attemptId ?? null, opening.jobId, opening.operation, opening.provider, opening.model, lane],
   );
   if (!rows[0]) {
-    const live = await findLiveAttempt(tx, opening.jobId);
+    const live = await findLiveAttempt(tx, opening.jobId, lane);
     if (!live) throw new Error(`job ${opening.jobId}: the live-attempt index refused an attempt, but no live attempt is there`);
     return { kind: 'live', attempt: live };
   }
@@ -330,21 +354,36 @@ export async function commitAndClaim(
   db: Pool,
   attempt: Pick<AttemptRecord, 'id' | 'jobId' | 'jobVersion' | 'provider'>,
   output: unknown,
-  opts: { terminal: boolean; claim?: { name: string; owner: string; leaseMs: number }; usage?: AttemptUsage },
+  opts: {
+    terminal: boolean;
+    claim?: { name: string; owner: string; leaseMs: number };
+    usage?: AttemptUsage;
+    /**
+     * The job hedges (a read-only generation): attempts in flight side by side
+     * may each win while they are live, whatever ended meanwhile (a hedge that
+     * failed moves the version on, but must not keep the unknown attempt's
+     * answer out).
+     */
+    hedged?: boolean;
+  },
 ): Promise<{ outcome: CommitOutcome; claimed?: EffectRecord; usageRecorded?: boolean }> {
   return inTransaction(db, async (tx) => {
     // Invariant 5: one winner. Every change after which an attempt opened
     // earlier must not win bumps the version (another result, this attempt
     // failed or resolved, a cancellation, a terminal write), so this misses;
     // `completed_by IS NULL` says the same of a winner, in so many words.
+    // A hedged job's attempts run side by side: each may win while it is live
+    // and the job is open (its own failure or resolution ends it; a cancellation
+    // or terminal write ends the job), whatever its siblings did meanwhile.
     // The update locks the job row first, as every transition does.
     const won = await tx.query(
       `UPDATE jobs SET output = $3::jsonb, completed_by = $2, version = version + 1, updated_at = now(),
               status = CASE WHEN $5::boolean THEN 'succeeded' ELSE 'running' END,
               result = CASE WHEN $5::boolean THEN $3::jsonb ELSE NULL END,
               terminal_at = CASE WHEN $5::boolean THEN now() ELSE NULL END
-       WHERE id = $1 AND version = $4 AND completed_by IS NULL`,
-      [attempt.jobId, attempt.id, JSON.stringify(output), attempt.jobVersion, opts.terminal],
+       WHERE id = $1 AND completed_by IS NULL
+         AND (version = $4 OR ($6::boolean AND terminal_at IS NULL AND EXISTS (SELECT 1 FROM attempts WHERE id = $2 AND status IN ('running', 'unknown'))))`,
+      [attempt.jobId, attempt.id, JSON.stringify(output), attempt.jobVersion, opts.terminal, opts.hedged === true],
     );
     if (won.rowCount === 1) {
       const { rowCount } = await tx.query(

@@ -9,6 +9,8 @@ export const JobEventType = {
   failed: 'job.failed',
   cancelled: 'job.cancelled',
   attemptOpened: 'attempt.opened',
+  /** A read-only generation opened an attempt while another was unknown (its retry policy: invariant 4 relaxed). */
+  attemptHedged: 'attempt.hedged',
   attemptSucceeded: 'attempt.succeeded',
   attemptFailed: 'attempt.failed',
   attemptUnknown: 'attempt.unknown',

@@ -1,4 +1,4 @@
-import type { DeadlinePolicy, InputVersion, JsonSchema } from './operation';
+import type { DeadlinePolicy, HedgePolicy, InputVersion, JsonSchema } from './operation';
 
 /**
  * A business check stated as data: a field of the output (a JSON pointer), the
@@ -51,6 +51,8 @@ export interface OperationSpec<Input = any, Output = any> {
   deadline?: DeadlinePolicy;
   /** Whether effects still run once the deadline has passed (default true); false fails the job before any claim. */
   effectsAfterDeadline?: boolean;
+  /** A read-only generation (no effects) may hedge after a timeout, within a budget (README, Retry policies). */
+  retry?: { hedge?: HedgePolicy };
   result?: DeclaredResult;
   finalize?(output: Output, receipts: Record<string, Record<string, unknown>>): unknown;
 }

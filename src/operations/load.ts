@@ -231,6 +231,10 @@ function checkSpec(spec: OperationSpec, origin: { file: string; pointer: string 
   (spec.effects ?? []).forEach((name, index) => {
     if (!knownEffects.has(name)) counted(`${at}/effects/${index}`, `effect ${JSON.stringify(name)} has no adapter: it is neither built in (${BUILT_IN_EFFECTS.join(', ')}) nor declared under effects`);
   });
+  // Hedging sends a second request while the first may still be executing: only an operation with no side effects may.
+  if (spec.retry?.hedge && (spec.effects ?? []).length > 0) {
+    counted(`${at}/retry/hedge`, `an operation with effects (${(spec.effects ?? []).join(', ')}) may not hedge: a new attempt waits until the ledger says the last one did not run (invariant 4)`);
+  }
   const deadline = spec.deadline;
   if (deadline?.defaultMs !== undefined && deadline.maxMs !== undefined && deadline.defaultMs > deadline.maxMs) {
     counted(`${at}/deadline/defaultMs`, `the default deadline (${deadline.defaultMs} ms) is later than the maximum (${deadline.maxMs} ms)`);
@@ -263,6 +267,7 @@ function checkSpec(spec: OperationSpec, origin: { file: string; pointer: string 
     ...(spec.billing ? { billing: spec.billing } : {}),
     ...(spec.deadline ? { deadline: { ...spec.deadline } } : {}),
     ...(spec.effectsAfterDeadline !== undefined ? { effectsAfterDeadline: spec.effectsAfterDeadline } : {}),
+    ...(spec.retry?.hedge ? { retry: { hedge: { ...spec.retry.hedge } } } : {}),
     ...(spec.probes ? { probes: spec.probes } : {}),
   };
 }

@@ -36,6 +36,21 @@ export interface DeadlinePolicy {
   minAttemptMs?: number;
 }
 
+/**
+ * How a read-only generation (an operation without effects) may retry: after
+ * an attempt's timeout, while that attempt is still unknown, it may hedge with
+ * a new attempt, within a budget. The first valid answer wins by the same
+ * compare-and-swap. Invariant 4 is relaxed for these operations only.
+ */
+export interface HedgePolicy {
+  /** Attempts in flight at once, the unknown ones included (2 or more). */
+  maxConcurrent: number;
+  /** No hedge opens later than this after the job was created (milliseconds). */
+  budgetMs: number;
+  /** No hedge opens once the job's attempts have cost this much (a decimal, in the price table's currency); without it, no cost limit. */
+  maxCost?: string;
+}
+
 /** The least time left worth a new attempt, when an operation does not say. */
 export const DEFAULT_MIN_ATTEMPT_MS = 1_000;
 
@@ -69,6 +84,8 @@ export interface OperationDefinition<Input = any, Output = any> {
   deadline?: DeadlinePolicy;
   /** Whether a job whose AI step has a winner still performs its effects once its deadline has passed (default true). */
   effectsAfterDeadline?: boolean;
+  /** How a read-only generation retries: hedged attempts within a budget. Only for operations without effects. */
+  retry?: { hedge?: HedgePolicy };
   /**
    * The job's result from the winning output and the effects' receipts (by
    * effect name). Without it, the result is the output itself.

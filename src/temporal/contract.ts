@@ -62,7 +62,7 @@ export interface RouteStep {
 }
 
 /** How the next attempt relates to the previous one (for metrics and events). */
-export type AttemptKind = 'first' | 'retry' | 'fallback';
+export type AttemptKind = 'first' | 'retry' | 'fallback' | 'hedge';
 
 /** The timeouts the workflow schedules its activities with, from the worker's configuration. */
 export interface JobTimings {

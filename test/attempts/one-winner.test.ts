@@ -40,7 +40,7 @@ describe('one winner (invariants 3 and 5)', () => {
     const viaLedger = await openAttempt(stack.db.pool, { jobId: job.id, provider: 'sim-backup', model: 'sim-large' });
 
     // Assert
-    await expect(direct).rejects.toMatchObject({ code: '23505', constraint: 'attempts_one_live_per_job' });
+    await expect(direct).rejects.toMatchObject({ code: '23505', constraint: 'attempts_one_live_per_lane' });
     expect(viaLedger).toMatchObject({ kind: 'live', attempt: { id: first.kind === 'opened' ? first.attempt.id : '' } });
     expect(await listAttempts(stack.db.pool, job.id)).toHaveLength(1);
   });

@@ -66,8 +66,8 @@ describe('the sweeper', () => {
     const second = await stack.activities.sweepJobs();
 
     // Assert
-    expect(first).toEqual({ looked: 1, repaired: 0 });
-    expect(second).toEqual({ looked: 0, repaired: 0 });
+    expect(first).toMatchObject({ looked: 1, repaired: 0 });
+    expect(second).toMatchObject({ looked: 0, repaired: 0 });
     expect(await stack.temporal.client.workflow.getHandle(fresh.workflowId).describe().catch((err: Error) => err.name)).toBe('WorkflowNotFoundError');
     await stack.startWorker();
     await waitForJob(stack, running.id, isTerminalJob);

@@ -72,6 +72,12 @@ describe('an operations file with a mistake', () => {
     ['invalid YAML', 'operations:\n  - name: [unclosed\n', /^ops\.yaml:\d+:\d+: \(document\): invalid YAML: /],
     ['a key given twice', 'operations: []\noperations: []\n', /^ops\.yaml:2:1: \(document\): invalid YAML: Map keys must be unique/],
     ['an unknown top-level key', broken((f) => (f.operatons = [])), /^ops\.yaml:\d+:1: \/operatons: is not a known key$/m],
+    [
+      'a hedge on an operation with effects',
+      broken((f) => (op(f).retry = { hedge: { maxConcurrent: 2, budgetMs: 10_000 } })),
+      /^ops\.yaml:\d+:\d+: \/operations\/0\/retry\/hedge: an operation with effects \(record\.write\) may not hedge/m,
+    ],
+    ['a hedge of one attempt at a time', broken((f) => { delete op(f).effects; delete op(f).result; op(f).retry = { hedge: { maxConcurrent: 1, budgetMs: 10_000 } }; }), /\/operations\/0\/retry\/hedge\/maxConcurrent: must be >= 2$/m],
     ['a missing route', broken((f) => delete op(f).route), /^ops\.yaml:2:5: \/operations\/0: must have route$/m],
     ['a version number that is not a whole number', broken((f) => (op(f).versions[0].schemaVersion = 1.5)), /^ops\.yaml:\d+:\d+: \/operations\/0\/versions\/0\/schemaVersion: must be integer$/m],
     ['an output object that allows unknown keys', broken((f) => delete op(f).output.properties.meta.additionalProperties), /^ops\.yaml:\d+:\d+: \/operations\/0\/output\/properties\/meta: an object in the output contract must say additionalProperties: false$/m],

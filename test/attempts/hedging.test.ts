@@ -1,0 +1,116 @@
+import { randomUUID } from 'node:crypto';
+import { createRegistry } from '../../src/operations/registry';
+import { auth, isTerminalJob, KEYS, readJob, startTestStack, waitForJob, type TestStack } from '../harness/stack';
+
+const supportReply = createRegistry().get('support.reply')!;
+/** A read-only generation: the support reply's AI step with no effect, hedging after a timeout. */
+const draft = { ...supportReply, name: 'support.draft', effects: undefined, finalize: undefined, retry: { hedge: { maxConcurrent: 2, budgetMs: 60_000 } } };
+/** The same, with a hedging budget already spent when its first attempt times out. */
+const draftNoTime = { ...draft, name: 'support.draft-late', retry: { hedge: { maxConcurrent: 2, budgetMs: 1 } } };
+
+describe('retry policies: a read-only generation hedges, a side-effecting operation never does', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    stack = await startTestStack({
+      operations: createRegistry([supportReply, draft, draftNoTime]),
+      env: { ONCEFLOW_ATTEMPT_TIMEOUT_MS: '1000', ONCEFLOW_RECONCILE_INTERVAL_MS: '250' },
+    });
+  });
+  afterAll(() => stack.close());
+
+  async function run(operation: string, message: string, until: (job: any) => boolean = isTerminalJob) {
+    const submitted = await stack.app.inject({
+      method: 'POST',
+      url: '/v1/jobs',
+      headers: { ...auth(KEYS.alice), 'idempotency-key': randomUUID() },
+      payload: { operation, input: { ticketId: `T-${randomUUID().slice(0, 8)}`, customerMessage: message, channel: 'email' } },
+    });
+    expect(submitted.statusCode).toBe(202);
+    return waitForJob(stack, submitted.json().id, until, 20_000);
+  }
+  const types = (job: any): string[] => job.events.map((e: any) => e.type);
+
+  it('hedges after a timeout while the first attempt is unknown, and keeps exactly one winner', async () => {
+    // Act: the primary never answers; the backup answers at once.
+    const job = await run('support.draft', 'Hi @sim(sim-primary:hang)');
+
+    // Assert
+    expect(job.status).toBe('succeeded');
+    expect(job.attempts.map((a: any) => [a.provider, a.status])).toEqual([
+      ['sim-primary', 'unknown'],
+      ['sim-backup', 'succeeded'],
+    ]);
+    const hedged = job.events.find((e: any) => e.type === 'attempt.hedged');
+    expect(hedged?.detail).toEqual({ attemptId: job.attempts[1].id, lane: 1, whileUnknown: [job.attempts[0].id] });
+    expect(types(job).indexOf('attempt.unknown')).toBeLessThan(types(job).indexOf('attempt.hedged'));
+  });
+
+  it("records what a hedge's unknown sibling cost once its provider completes it, after the job ended: a discarded answer and an adjustment, the settlement untouched", async () => {
+    // Arrange: the primary completes 2.5 s after its request; the hedge to the backup wins at about 1 s.
+    const job = await run('support.draft', 'Hi @sim(sim-primary:late=2500) T-leftover', (view) => isTerminalJob(view) && view.settlement !== undefined);
+    expect(job.attempts.map((a: any) => [a.provider, a.status])).toEqual([
+      ['sim-primary', 'unknown'],
+      ['sim-backup', 'succeeded'],
+    ]);
+    const settled = job.settlement;
+
+    // Act: the sweeper looks the leftover up once its provider has completed it.
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    const swept = await stack.activities.sweepJobs();
+
+    // Assert
+    expect(swept.leftovers).toBeGreaterThanOrEqual(1);
+    const after = await readJob(stack, job.id);
+    expect(after.status).toBe('succeeded');
+    expect(after.result).toEqual(job.result);
+    expect(after.attempts[0]).toMatchObject({ provider: 'sim-primary', status: 'discarded', usage: { reported: true } });
+    expect(after.attempts[0].usage.inputTokens).toBeGreaterThan(0);
+    expect(after.settlement).toMatchObject({ providerCost: settled.providerCost, billable: settled.billable, settledAt: settled.settledAt });
+    expect(after.settlement.adjustments).toEqual([expect.objectContaining({ attemptId: job.attempts[0].id })]);
+  });
+
+  it('lets the unknown attempt win when its answer comes first, though a hedge was opened after it', async () => {
+    // Act: the primary completes 2.5 s after its request (found by reconciliation); the backup never answers.
+    const job = await run('support.draft', 'Hi @sim(sim-primary:late=2500) @sim(sim-backup:hang)');
+
+    // Assert
+    expect(job.status).toBe('succeeded');
+    expect(job.attempts.map((a: any) => [a.provider, a.status])).toEqual([
+      ['sim-primary', 'succeeded'],
+      ['sim-backup', 'unknown'],
+    ]);
+    expect(job.attempts.filter((a: any) => a.status === 'succeeded')).toHaveLength(1);
+  });
+
+  it('lets the unknown attempt win after a hedge failed (a failed sibling does not shut it out)', async () => {
+    // Act: the primary completes late; the hedge to the backup is refused (400) meanwhile.
+    const job = await run('support.draft', 'Hi @sim(sim-primary:late=2500) @sim(sim-backup:status=400)');
+
+    // Assert: the first attempt's answer is the result (a lane freed by the failed hedge may have taken a third attempt meanwhile).
+    expect(job.status).toBe('succeeded');
+    expect(job.attempts.slice(0, 2).map((a: any) => [a.seq, a.provider, a.status])).toEqual([
+      [1, 'sim-primary', 'succeeded'],
+      [2, 'sim-backup', 'failed'],
+    ]);
+    expect(job.attempts.filter((a: any) => a.status === 'succeeded').map((a: any) => a.seq)).toEqual([1]);
+  });
+
+  it('does not hedge once its time budget is spent: it waits, as invariant 4 says', async () => {
+    const job = await run('support.draft-late', 'Hi @sim(sim-primary:hang)', (view) => view.status === 'awaiting_resolution');
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    const still = await readJob(stack, job.id);
+    expect(still.status).toBe('awaiting_resolution');
+    expect(still.attempts.map((a: any) => a.status)).toEqual(['unknown']);
+    expect(types(still)).not.toContain('attempt.hedged');
+  });
+
+  it('never hedges a side-effecting operation: it waits with one unknown attempt', async () => {
+    const job = await run('support.reply', 'Hi @sim(sim-primary:hang)', (view) => view.status === 'awaiting_resolution');
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    const still = await readJob(stack, job.id);
+    expect(still.status).toBe('awaiting_resolution');
+    expect(still.attempts.map((a: any) => a.status)).toEqual(['unknown']);
+    expect(types(still)).not.toContain('attempt.hedged');
+  });
+
+});
