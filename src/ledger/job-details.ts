@@ -20,7 +20,7 @@ export interface DetailsDocument {
 export interface JobDetails {
   job: JobRecord;
   details: DetailsDocument;
-  /** The job's one bill with its adjustments (the job_settlements view, migration 0010); absent before the job is terminal. */
+  /** The job's one bill with its adjustments (the job_settlements view, migration 0015); absent before the job is terminal. */
   settlement?: Record<string, unknown>;
 }
 
