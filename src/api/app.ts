@@ -98,10 +98,11 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
     closing = true;
     done();
   });
-  app.addHook('onRequest', async (_request, reply) => {
-    if (!closing) return;
+  // A plain hook, not an async one: every request passes here, and a promise each is not free.
+  app.addHook('onRequest', (_request, reply, done) => {
+    if (!closing) return done();
     reply.header('connection', 'close');
-    throw new ProblemError(503, ProblemType.unavailable, 'Shutting down', 'this instance is shutting down; retry (with the same Idempotency-Key) on another one', { headers: { 'retry-after': '1' } });
+    done(new ProblemError(503, ProblemType.unavailable, 'Shutting down', 'this instance is shutting down; retry (with the same Idempotency-Key) on another one', { headers: { 'retry-after': '1' } }));
   });
 
   // Problem responses are added to each route's schema here, so the OpenAPI
@@ -165,8 +166,22 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
 
   const routing = new RouteChooser(deps.db, baselineVersions(deps.contracts.routeFor), deps.config.contracts.routesCacheMs);
   await app.register(async (v1) => {
-    v1.addHook('onRequest', async (request) => {
-      request.principal = await authenticateRequest(request, keyRing, throttle);
+    // A plain hook: an environment key is known at once, and only a database key waits for a promise.
+    v1.addHook('onRequest', (request, _reply, done) => {
+      let principal: Principal | Promise<Principal>;
+      try {
+        principal = authenticateRequest(request, keyRing, throttle);
+      } catch (err) {
+        return done(err as Error);
+      }
+      if (!(principal instanceof Promise)) {
+        request.principal = principal;
+        return done();
+      }
+      principal.then((found) => {
+        request.principal = found;
+        done();
+      }, done);
     });
     await registerJobRoutes(v1, deps, routing);
     await registerJobCommandRoutes(v1, deps);

@@ -43,11 +43,12 @@ export class KeyRing {
   }
 
   /**
-   * The principal of an Authorization header.
-   * @throws ProblemError 401 when the header is missing, malformed or names no key (or a revoked one).
-   * @throws what the database throws when it cannot be asked.
+   * The principal of an Authorization header: an environment key's at once
+   * (no promise on the hot path), a database key's once the database answers.
+   * @throws ProblemError 401 when the header is missing, malformed or names no key (or a revoked one), thrown or as the rejection.
+   * @throws what the database throws when it cannot be asked (as the rejection).
    */
-  async authenticate(header: string | undefined): Promise<Principal> {
+  authenticate(header: string | undefined): Principal | Promise<Principal> {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
     if (!match?.[1]) throw unauthorized('send Authorization: Bearer <api key>');
     const digest = sha256(match[1]);
@@ -55,9 +56,12 @@ export class KeyRing {
     for (const entry of this.entries) {
       if (timingSafeEqual(entry.digest, digest) && !found) found = entry.principal;
     }
-    if (found) return found;
-    const databaseKey = parseKey(match[1]);
-    if (databaseKey && this.databaseKeys) found = await this.databaseKeys.authenticate(databaseKey);
+    return found ?? this.authenticateStored(match[1]);
+  }
+
+  private async authenticateStored(key: string): Promise<Principal> {
+    const databaseKey = parseKey(key);
+    const found = databaseKey && this.databaseKeys ? await this.databaseKeys.authenticate(databaseKey) : undefined;
     if (!found) throw unauthorized('the API key is not valid');
     return found;
   }
@@ -73,9 +77,9 @@ function unauthorized(detail: string): ProblemError {
  * Authorization header is refused rather than ignored, and a missing or
  * wrong key (a revoked one included) counts against the address; a database
  * that cannot be asked does not.
- * @throws ProblemError 429 (throttled), 400 (two Authorization headers), 401; what the database throws.
+ * @throws ProblemError 429 (throttled), 400 (two Authorization headers), 401; what the database throws (a database key's answer comes as a promise).
  */
-export async function authenticateRequest(request: FastifyRequest, keyRing: KeyRing, throttle: AuthThrottle): Promise<Principal> {
+export function authenticateRequest(request: FastifyRequest, keyRing: KeyRing, throttle: AuthThrottle): Principal | Promise<Principal> {
   const refusedForMs = throttle.refusedForMs(request.ip);
   if (refusedForMs > 0) {
     const seconds = String(Math.ceil(refusedForMs / 1000));
@@ -84,10 +88,15 @@ export async function authenticateRequest(request: FastifyRequest, keyRing: KeyR
     });
   }
   refuseDuplicateHeader(request, 'Authorization');
-  try {
-    return await keyRing.authenticate(request.headers.authorization);
-  } catch (err) {
+  const countFailure = (err: unknown): never => {
     if (err instanceof ProblemError && err.status === 401) throttle.fail(request.ip);
     throw err;
+  };
+  let principal: Principal | Promise<Principal>;
+  try {
+    principal = keyRing.authenticate(request.headers.authorization);
+  } catch (err) {
+    return countFailure(err);
   }
+  return principal instanceof Promise ? principal.catch(countFailure) : principal;
 }

@@ -80,7 +80,8 @@ function requestDeadlineOf(request: FastifyRequest): { at: Date; raw: string } |
  * @throws ProblemError 400 when a wait is not a whole number from 0 to 60.
  */
 function waitSecondsOf(prefer: string | undefined): number {
-  const waits = [...(prefer ?? '').matchAll(/(?:^|[,; \t])wait[ \t]*=[ \t]*"?([^",; \t]*)"?/gi)].map((match) => match[1] ?? '');
+  if (prefer === undefined) return 0;
+  const waits = [...prefer.matchAll(/(?:^|[,; \t])wait[ \t]*=[ \t]*"?([^",; \t]*)"?/gi)].map((match) => match[1] ?? '');
   if (waits.some((wait) => !/^\d+$/.test(wait) || Number(wait) > MAX_WAIT_S)) {
     throw new ProblemError(400, ProblemType.invalidPreference, 'Invalid Prefer: wait', `wait must be a whole number of seconds from 0 to ${MAX_WAIT_S}`);
   }
@@ -160,12 +161,17 @@ export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps, rou
         },
       },
       // Before schema validation, so each of these answers with its own problem type.
-      preValidation: async (request) => {
-        // An operator reads and settles any tenant's jobs; it does not act as a tenant (API.md, "Operators").
-        if (request.principal?.operator) throw new ProblemError(403, ProblemType.forbidden, 'Forbidden', 'operator keys do not submit jobs; submit with the API key of the principal the job is for');
-        idempotencyKeyOf(request);
-        waitSecondsOf(request.headers.prefer as string | undefined);
-        requestDeadlineOf(request);
+      preValidation: (request, _reply, done) => {
+        try {
+          // An operator reads and settles any tenant's jobs; it does not act as a tenant (API.md, "Operators").
+          if (request.principal?.operator) throw new ProblemError(403, ProblemType.forbidden, 'Forbidden', 'operator keys do not submit jobs; submit with the API key of the principal the job is for');
+          idempotencyKeyOf(request);
+          waitSecondsOf(request.headers.prefer as string | undefined);
+          requestDeadlineOf(request);
+        } catch (err) {
+          return done(err as Error);
+        }
+        done();
       },
     },
     async (request, reply) => {

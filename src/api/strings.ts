@@ -38,21 +38,22 @@ export const pointerToken = (key: string): string => key.replace(/~/g, '~0').rep
  */
 export function unacceptedStrings(value: unknown, at = ''): FieldError[] {
   const errors: FieldError[] = [];
-  const visit = (node: unknown, pointer: string): void => {
-    if (typeof node === 'string') {
-      const why = whyUnaccepted(node);
-      if (why) errors.push({ pointer, detail: why });
-    } else if (Array.isArray(node)) {
-      node.forEach((item, index) => visit(item, `${pointer}/${index}`));
-    } else if (node !== null && typeof node === 'object') {
-      for (const [key, item] of Object.entries(node)) {
-        const child = `${pointer}/${pointerToken(key)}`;
-        const why = whyUnaccepted(key);
-        if (why) errors.push({ pointer: child, detail: `is a key that ${why}` });
-        visit(item, child);
-      }
-    }
-  };
-  visit(value, at);
+  visit(value, at, errors);
   return errors;
+}
+
+function visit(node: unknown, pointer: string, errors: FieldError[]): void {
+  if (typeof node === 'string') {
+    const why = whyUnaccepted(node);
+    if (why) errors.push({ pointer, detail: why });
+  } else if (Array.isArray(node)) {
+    for (let index = 0; index < node.length; index++) visit(node[index], `${pointer}/${index}`, errors);
+  } else if (node !== null && typeof node === 'object') {
+    for (const [key, item] of Object.entries(node)) {
+      const child = `${pointer}/${pointerToken(key)}`;
+      const why = whyUnaccepted(key);
+      if (why) errors.push({ pointer: child, detail: `is a key that ${why}` });
+      visit(item, child, errors);
+    }
+  }
 }

@@ -71,6 +71,8 @@ describe('bad input to POST /v1/jobs', () => {
     ['__proto__ inside the input', '{"operation":"support.reply","input":{"ticketId":"T-1","customerMessage":"Hello","channel":"chat","__proto__":{"isAdmin":true}}}', '/input/__proto__'],
     ['__proto__ at the top', '{"__proto__":{"isAdmin":true},"operation":"support.reply","input":{}}', '/__proto__'],
     ['a constructor with a prototype', '{"operation":"support.reply","input":{"constructor":{"prototype":{"isAdmin":true}}}}', '/input/constructor'],
+    ['__proto__ spelled with an escape', '{"operation":"support.reply","input":{"ticketId":"T-1","customerMessage":"Hello","channel":"chat","\\u005f_proto__":{"isAdmin":true}}}', '/input/__proto__'],
+    ['a constructor spelled with an escape', '{"operation":"support.reply","input":{"\\u0063onstructor":{"prototype":{"isAdmin":true}}}}', '/input/constructor'],
   ])('refuses %s with 400 naming the forbidden key, not calling the body malformed JSON', async (_name, payload, pointer) => {
     // Arrange
     const before = await jobCount();
@@ -86,6 +88,52 @@ describe('bad input to POST /v1/jobs', () => {
     expect(problem.detail).not.toMatch(/not valid JSON/i);
     expect(problem.errors).toEqual([{ pointer, detail: expect.stringMatching(/forbidden key/) }]);
     expect(await jobCount()).toBe(before);
+  });
+
+  // The checks of a body come before its key is looked up: a key that already
+  // names a job does not let a bad body through as a replay.
+  describe('with a key that already names a job', () => {
+    const key = randomUUID();
+    let jobId: string;
+    beforeAll(async () => {
+      const first = await post({ key, payload: valid });
+      expect(first.statusCode).toBe(202);
+      jobId = first.json().id;
+    });
+
+    it.each([
+      { name: 'malformed JSON', status: 400, type: /malformed-json$/, payload: '{"operation": "support.reply", ' as string | object },
+      { name: 'NUL in an input value', status: 400, type: /validation$/, payload: { ...valid, input: { ...valid.input, customerMessage: 'Hello\u0000' } } },
+      { name: 'a lone surrogate in an input value', status: 400, type: /validation$/, payload: { ...valid, input: { ...valid.input, customerMessage: 'Hello\ud800' } } },
+      { name: '__proto__ spelled with an escape', status: 400, type: /validation$/, payload: '{"operation":"support.reply","input":{"ticketId":"T-1","customerMessage":"Hello","channel":"chat","\\u005f_proto__":{}}}' },
+      { name: 'input that breaks the operation schema', status: 400, type: /validation$/, payload: { ...valid, input: { ...valid.input, channel: 'fax' } } },
+      { name: 'an unknown operation', status: 400, type: /unknown-operation$/, payload: { ...valid, operation: 'nope.nothing' } },
+    ])('answers $name as it would without the key, and leaves the job as it was', async ({ status, type, payload }) => {
+      // Arrange
+      const before = (await stack.db.pool.query('SELECT status, version, updated_at FROM jobs WHERE id = $1', [jobId])).rows[0];
+
+      // Act
+      const withKey = await post({ key, payload });
+      const withoutKey = await post({ payload });
+
+      // Assert
+      expect(withKey.statusCode).toBe(status);
+      expect(withKey.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(withKey.headers['idempotent-replayed']).toBeUndefined();
+      expect(withKey.json().type).toMatch(type);
+      expect(withKey.json()).toEqual(withoutKey.json());
+      expect((await stack.db.pool.query('SELECT status, version, updated_at FROM jobs WHERE id = $1', [jobId])).rows[0]).toEqual(before);
+    });
+
+    it('still replays the same body with the key', async () => {
+      // Act
+      const replay = await post({ key, payload: valid });
+
+      // Assert
+      expect(replay.statusCode).toBe(200);
+      expect(replay.headers['idempotent-replayed']).toBe('true');
+      expect(replay.json().id).toBe(jobId);
+    });
   });
 
   it('tells a client without a key how to authenticate', async () => {
