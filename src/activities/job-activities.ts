@@ -150,6 +150,8 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
       metrics.attemptsUnknown.inc({ operation: job.operation, provider: live.provider, cause: 'worker_lost' });
       return { kind: 'await', attemptId: live.id };
     }
+    // From here on, the current run's attempts: the cap, the route's position and the backoff are a run's own.
+    attempts = attempts.filter((attempt) => attempt.run === job.run);
 
     // Past the caller's deadline (or too close to it for one more attempt), a job with no winner fails;
     // an unknown attempt was waited for above (invariant 4 holds past the deadline too).

@@ -45,6 +45,8 @@ export interface AttemptRecord {
   resolution: AttemptResolution | null;
   /** What it consumed; null while not known. */
   usage: RecordedUsage | null;
+  /** The run of the job it belongs to (1 unless the job was reopened). */
+  run: number;
 }
 
 /** An attempt's usage as the ledger holds it: counts as numbers, money as a decimal string. */
@@ -79,6 +81,7 @@ interface AttemptRow {
   model_used: string | null;
   cost: string | null;
   cost_currency: string | null;
+  run: number;
 }
 
 function toUsage(row: AttemptRow): RecordedUsage | null {
@@ -110,6 +113,7 @@ function toAttempt(row: AttemptRow): AttemptRecord {
     evidence: row.evidence,
     resolution: row.resolution,
     usage: toUsage(row),
+    run: row.run ?? 1,
   };
 }
 
@@ -201,6 +205,8 @@ export interface LockedJob {
   deadlineLeftMs: number | null;
   /** The route version the job was admitted to (null for jobs admitted before versions were recorded). */
   routeVersion: string | null;
+  /** The job's current run: its attempts are the ones the attempt cap counts. */
+  run: number;
   /** The job's input, when asked for. */
   input?: Record<string, unknown>;
 }
@@ -222,10 +228,11 @@ export async function lockJobRow(tx: PoolClient, jobId: string, opts: { withInpu
     terminal: boolean;
     completed_by: string | null;
     route_version: string | null;
+    run: number;
     deadline_left_ms: string | null;
     input?: Record<string, unknown>;
   }>(
-    `SELECT id, operation, status, version, terminal_at IS NOT NULL AS terminal, completed_by, route_version, ${DEADLINE_LEFT_MS} AS deadline_left_ms${opts.withInput ? ', input' : ''}
+    `SELECT id, operation, status, version, terminal_at IS NOT NULL AS terminal, completed_by, route_version, run, ${DEADLINE_LEFT_MS} AS deadline_left_ms${opts.withInput ? ', input' : ''}
      FROM jobs WHERE id = $1 FOR UPDATE`,
     [jobId],
   );
@@ -239,6 +246,7 @@ export async function lockJobRow(tx: PoolClient, jobId: string, opts: { withInpu
     terminal: row.terminal,
     completedBy: row.completed_by,
     routeVersion: row.route_version,
+    run: row.run,
     deadlineLeftMs: row.deadline_left_ms === null ? null : Number(row.deadline_left_ms),
     ...(row.input ? { input: row.input } : {}),
   };

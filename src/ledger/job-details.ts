@@ -20,14 +20,17 @@ export interface DetailsDocument {
 export interface JobDetails {
   job: JobRecord;
   details: DetailsDocument;
-  /** The job's one bill with its adjustments (job_settlement in migration 0009); absent before the job is terminal. */
+  /** The current run's bill with its adjustments (job_settlement, migration 0014); absent before the run is terminal. */
   settlement?: Record<string, unknown>;
+  /** A reopened job's bills, one per ended run, oldest first (job_settlements); absent for a job never reopened. */
+  settlements?: Array<Record<string, unknown>>;
 }
 
-type DetailsRow = Parameters<typeof toJobRecord>[0] & { details: DetailsDocument; settlement: Record<string, unknown> | null };
+type DetailsRow = Parameters<typeof toJobRecord>[0] & { details: DetailsDocument; settlement: Record<string, unknown> | null; settlements: Array<Record<string, unknown>> | null };
 
 function toDetails(row: DetailsRow | undefined): JobDetails | undefined {
-  return row ? { job: toJobRecord(row), details: row.details, ...(row.settlement ? { settlement: row.settlement } : {}) } : undefined;
+  if (!row) return undefined;
+  return { job: toJobRecord(row), details: row.details, ...(row.settlement ? { settlement: row.settlement } : {}), ...(row.settlements ? { settlements: row.settlements } : {}) };
 }
 
 /** The details of a job just created: its one event is the created event written with it. */
@@ -43,7 +46,8 @@ export function newJobDetails(job: JobRecord): JobDetails {
  * replay is one row), built from the child tables while it runs.
  */
 const DETAILS = `CASE WHEN terminal_at IS NULL THEN job_details(id) ELSE details END AS details,
-  CASE WHEN terminal_at IS NULL THEN NULL ELSE job_settlement(id) END AS settlement`;
+  CASE WHEN terminal_at IS NULL THEN NULL ELSE job_settlement(id) END AS settlement,
+  CASE WHEN run > 1 THEN job_settlements(id) END AS settlements`;
 
 /** A job and its details by id, or undefined. */
 export async function loadJobDetailsById(db: Queryable, id: string): Promise<JobDetails | undefined> {

@@ -51,6 +51,8 @@ export interface OperationSpec<Input = any, Output = any> {
   deadline?: DeadlinePolicy;
   /** Whether effects still run once the deadline has passed (default true); false fails the job before any claim. */
   effectsAfterDeadline?: boolean;
+  /** Whether the same intent after a failed job with no effect claimed starts the job's next run (default false: the failure is replayed). */
+  reopenFailed?: boolean;
   result?: DeclaredResult;
   finalize?(output: Output, receipts: Record<string, Record<string, unknown>>): unknown;
 }

@@ -263,6 +263,7 @@ function checkSpec(spec: OperationSpec, origin: { file: string; pointer: string 
     ...(spec.billing ? { billing: spec.billing } : {}),
     ...(spec.deadline ? { deadline: { ...spec.deadline } } : {}),
     ...(spec.effectsAfterDeadline !== undefined ? { effectsAfterDeadline: spec.effectsAfterDeadline } : {}),
+    ...(spec.reopenFailed !== undefined ? { reopenFailed: spec.reopenFailed } : {}),
     ...(spec.probes ? { probes: spec.probes } : {}),
   };
 }

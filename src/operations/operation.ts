@@ -70,6 +70,12 @@ export interface OperationDefinition<Input = any, Output = any> {
   /** Whether a job whose AI step has a winner still performs its effects once its deadline has passed (default true). */
   effectsAfterDeadline?: boolean;
   /**
+   * Whether the same key and digest, after a failed job none of whose effects
+   * was ever claimed, starts a new run of that job (default false: the
+   * failure is replayed, as for every terminal job).
+   */
+  reopenFailed?: boolean;
+  /**
    * The job's result from the winning output and the effects' receipts (by
    * effect name). Without it, the result is the output itself.
    */
