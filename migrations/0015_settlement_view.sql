@@ -1,11 +1,14 @@
--- A job's settlement as the API shows it, as a view instead of a function.
+-- A run's settlement as the API shows it, as a view instead of a function.
 -- A SQL function with a FROM clause is planned again at every call (some
 -- 300 microseconds of server time, more than the rest of a replay's read);
 -- a view is planned once with the statement that reads it, so a prepared
--- replay pays only for executing it.
-CREATE VIEW job_settlements AS
+-- replay pays only for executing it. The document is run_settlement's
+-- (migration 0014), written out so that it can be inlined.
+CREATE VIEW settlement_documents AS
   SELECT s.job_id,
+         s.run,
          jsonb_strip_nulls(jsonb_build_object(
+           'run', s.run,
            'jobStatus', s.job_status,
            'billing', s.billing,
            'currency', s.currency,
@@ -26,12 +29,12 @@ CREATE VIEW job_settlements AS
                       'inputTokens', d.input_tokens,
                       'outputTokens', d.output_tokens,
                       'at', to_char(d.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))) ORDER BY d.id)
-             FROM settlement_adjustments d WHERE d.job_id = s.job_id), '[]'::jsonb))) AS document
+             FROM settlement_adjustments d WHERE d.job_id = s.job_id AND d.run = s.run), '[]'::jsonb))) AS document
     FROM settlements s;
 
--- The view is the one definition; nothing else reads the function.
+-- The view reads the current run's bill; nothing reads this function any more.
 DROP FUNCTION job_settlement(uuid);
 
--- A job's adjustments are read with its settlement on every read of a
+-- A run's adjustments are read with its settlement on every read of a
 -- terminal job: by index, not by scanning every adjustment ever written.
-CREATE INDEX settlement_adjustments_job_id_idx ON settlement_adjustments (job_id, id);
+CREATE INDEX settlement_adjustments_job_run_idx ON settlement_adjustments (job_id, run, id);

@@ -156,9 +156,11 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
     const unknowns = attempts.filter((attempt) => attempt.status === AttemptStatus.unknown);
     if (unknowns.length > 0) {
       // Invariant 4: nothing new starts while an attempt is unknown — except a hedge of a read-only generation, within its budget.
-      const hedged = operation?.retry?.hedge ? await openHedge(tx, job, operation.retry.hedge, attempts, unknowns, request.attemptId) : undefined;
+      const hedged = operation?.retry?.hedge ? await openHedge(tx, job, operation.retry.hedge, attempts.filter((attempt) => attempt.run === job.run), unknowns, request.attemptId) : undefined;
       return hedged ?? { kind: 'await', attemptId: unknowns[0]!.id };
     }
+    // From here on, the current run's attempts: the cap, the route's position and the backoff are a run's own.
+    attempts = attempts.filter((attempt) => attempt.run === job.run);
 
     // Past the caller's deadline (or too close to it for one more attempt), a job with no winner fails;
     // an unknown attempt was waited for above (invariant 4 holds past the deadline too).

@@ -10,7 +10,9 @@ export interface ViewContext {
 }
 
 /** The API's shape of a job (API.md, "The job"). */
-export function renderJob({ job, details, settlement }: JobDetails, context: ViewContext): JobView {
+export function renderJob({ job, details, settlement, settlements }: JobDetails, context: ViewContext): JobView {
+  // Attempts stored on a job that ended before runs were recorded carry none: theirs was the first.
+  const attempts = (details.attempts as JobView['attempts']).map((attempt) => ({ ...attempt, run: attempt.run ?? 1 }));
   return {
     id: job.id,
     operation: job.operation,
@@ -18,12 +20,14 @@ export function renderJob({ job, details, settlement }: JobDetails, context: Vie
     requestDigest: job.requestDigest,
     schemaVersion: job.schemaVersion,
     status: job.status,
+    run: job.run,
     ...(job.status === JobStatus.succeeded ? { result: job.result } : {}),
     ...(job.status === JobStatus.failed && job.error ? { error: job.error } : {}),
-    attempts: job.status === JobStatus.failed && job.deadlineAt ? withDeadlineUse(details.attempts as JobView['attempts'], job) : (details.attempts as JobView['attempts']),
+    attempts: job.status === JobStatus.failed && job.deadlineAt ? withDeadlineUse(attempts, job) : attempts,
     effects: details.effects as JobView['effects'],
     events: details.events,
     ...(settlement ? { settlement: settlement as JobView['settlement'] } : {}),
+    ...(settlements ? { settlements: settlements as JobView['settlements'] } : {}),
     ...(job.deadlineAt ? { deadline: job.deadlineAt.toISOString() } : {}),
     workflowId: job.workflowId,
     createdAt: job.createdAt.toISOString(),

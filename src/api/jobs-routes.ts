@@ -152,12 +152,13 @@ export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps, rou
         tags: ['jobs'],
         summary: 'Submit an intent',
         description:
-          'Creates the one job of (principal, operation, Idempotency-Key), or returns it. 202 for a new job; 200 with Idempotent-Replayed: true for the same intent again (or a new job that became terminal while the request waited); 409 when the key was used with another request. Operator keys may not submit (403).',
+          'Creates the one job of (principal, operation, Idempotency-Key), or returns it. 202 for a new job; 200 with Idempotent-Replayed: true for the same intent again (or a new job that became terminal while the request waited); 409 when the key was used with another request. Operator keys may not submit (403). ' +
+          'A failed job is answered as failed (200, replayed), unless its operation declares reopenFailed and none of its effects was ever claimed: then the same intent starts the next run of the same job (same id, run + 1, a job.reopened event) and is answered 202 without Idempotent-Replayed, as new work; concurrent retries reopen it once, the others get 200 replayed.',
         headers: SubmitHeadersSchema,
         body: SubmitBodySchema,
         response: {
           200: submitted('The job of this intent: it already existed (Idempotent-Replayed: true), or it became terminal while the request waited', true),
-          202: submitted('A new job, accepted', false),
+          202: submitted('A new job, accepted; or a new run of a failed job whose operation declares reopenFailed', false),
         },
       },
       // Before schema validation, so each of these answers with its own problem type.
@@ -210,6 +211,7 @@ export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps, rou
           ...(operation.billing ? { billing: operation.billing } : {}),
           routeVersion: (jobId) => routing.versionFor(operation.name, jobId),
           ...(deadlineAt ? { deadlineAt } : {}),
+          ...(operation.reopenFailed ? { reopenFailed: true } : {}),
         }, {
           beforeNewJob: async () => {
             // Only a new intent: a retry of an existing key is answered whatever its header says now.
@@ -235,14 +237,15 @@ export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps, rou
       const job = details.job;
       if (waitSeconds > 0) reply.header('preference-applied', `wait=${waitSeconds}`);
       reply.header('location', `/v1/jobs/${job.id}`);
-      if (admission.created) {
-        metrics.jobsCreated.inc({ operation: job.operation });
-        countJobAdmitted(metrics, job.operation, admission.routeVersion);
-      }
+      const accepted = admission.created || admission.reopened;
+      if (admission.created) metrics.jobsCreated.inc({ operation: job.operation });
+      else if (admission.reopened) metrics.jobsReopened.inc({ operation: job.operation });
       else metrics.jobsReplayed.inc({ operation: job.operation, terminal: String(isTerminal(job.status)) });
-      // A new job is 202 unless it became terminal while we waited (API.md: a terminal job is answered 200).
-      if (admission.created && !isTerminal(job.status)) return reply.status(202).send(renderJob(details, context));
-      if (!admission.created) reply.header('idempotent-replayed', 'true');
+      // Each run is admitted once and ends once: the outcome counts stay one denominator.
+      if (accepted) countJobAdmitted(metrics, job.operation, admission.routeVersion);
+      // New work (a new job, or a failed job's new run) is 202 unless it became terminal while we waited (API.md: a terminal job is answered 200).
+      if (accepted && !isTerminal(job.status)) return reply.status(202).send(renderJob(details, context));
+      if (!accepted) reply.header('idempotent-replayed', 'true');
       return reply.status(200).send(renderJob(details, context));
     },
   );

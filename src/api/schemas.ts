@@ -106,6 +106,7 @@ const Adjustment = Type.Object(
 
 export const SettlementSchema = Type.Object(
   {
+    run: Type.Integer({ minimum: 1, description: 'the run of the job this bill is for (1 unless the job was reopened)' }),
     jobStatus: StringEnum(['succeeded', 'failed', 'cancelled']),
     billing: StringEnum(['winner', 'all_attempts']),
     currency: Type.Optional(Currency),
@@ -118,12 +119,13 @@ export const SettlementSchema = Type.Object(
     settledAt: Timestamp,
     adjustments: Type.Array(Adjustment, { description: 'facts learned after settlement, each its own row; the settlement itself never changes' }),
   },
-  { additionalProperties: false, description: "the job's one bill, written with its terminal state (invariant 13)" },
+  { additionalProperties: false, description: "the bill of one run of the job, written with that run's terminal state (invariant 13: one bill per run; a job never reopened has one run)" },
 );
 
 export const AttemptSchema = Type.Object({
   id: Uuid('attempt id'),
-  seq: Type.Integer({ minimum: 1 }),
+  seq: Type.Integer({ minimum: 1, description: "the attempt's place among all the job's attempts, across runs" }),
+  run: Type.Integer({ minimum: 1, description: 'the run of the job the attempt belongs to (1 unless the job was reopened)' }),
   provider: Type.String(),
   model: Type.String(),
   status: StringEnum(['starting', 'running', 'unknown', 'succeeded', 'failed', 'cancelled', 'discarded']),
@@ -173,10 +175,15 @@ export const JobSchema = Type.Object(
     }),
     result: Type.Optional(Type.Unknown({ description: 'present only when status is succeeded' })),
     error: Type.Optional(Type.Object({ type: Type.String(), detail: Type.String() }, { additionalProperties: true, description: 'present only when status is failed' })),
+    run: Type.Integer({
+      minimum: 1,
+      description: "the job's current run: 1, plus one for each time a failed job was reopened (an operation's reopenFailed); each run is a new attempt series under the same job id",
+    }),
     attempts: Type.Array(AttemptSchema),
     effects: Type.Array(EffectSchema),
     events: Type.Array(EventSchema),
-    settlement: Type.Optional(SettlementSchema),
+    settlement: Type.Optional(Type.Unsafe<Static<typeof SettlementSchema>>({ ...SettlementSchema, description: "the current run's bill, once the job is terminal" })),
+    settlements: Type.Optional(Type.Array(SettlementSchema, { description: "a reopened job's bills, one per ended run, oldest first (absent for a job never reopened)" })),
     deadline: Type.Optional(Type.String({ format: 'date-time', description: "the caller's deadline (Request-Deadline, or the operation's default), as stored by the request that created the job" })),
     workflowId: Type.String(),
     createdAt: Timestamp,
@@ -194,11 +201,13 @@ export const JobSchema = Type.Object(
         requestDigest: 'sha256:4f9b1c0e6a1f8e0d3c2b5a49788c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c',
         schemaVersion: 1,
         status: 'succeeded',
+        run: 1,
         result: { reply: 'Sorry to hear that. A replacement is on its way.', escalate: false, messageId: 'msg-1' },
         attempts: [
           {
             id: '7a1d3e52-46c9-4b8e-a0f7-1c2d3e4f5a6b',
             seq: 1,
+            run: 1,
             provider: 'sim-primary',
             model: 'sim-small',
             status: 'succeeded',
@@ -210,6 +219,7 @@ export const JobSchema = Type.Object(
         effects: [{ name: 'message.send', key: 'onceflow-0b5c2f1e-8d7a-4c39-9e61-2f4a7d3b9c10-message.send', status: 'succeeded', receipt: { messageId: 'msg-1' }, owners: 1, updatedAt: '2026-01-01T12:00:01.500Z' }],
         events: [{ type: 'job.created', at: '2026-01-01T12:00:00.000Z', detail: {} }],
         settlement: {
+          run: 1,
           jobStatus: 'succeeded',
           billing: 'winner',
           currency: 'USD',

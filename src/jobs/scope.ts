@@ -18,3 +18,13 @@ export function jobWorkflowId(scope: JobScope): string {
     .digest('base64url');
   return `job-${scope.operation}-${digest}`;
 }
+
+/**
+ * The workflow ID of one run of the job: the scope's for the first run, with
+ * `-run-N` for a reopened job's run N. A new run gets a workflow of its own,
+ * so no request can attach it to the previous run's workflow, which may not
+ * have completed yet when the failure is announced.
+ */
+export function jobRunWorkflowId(scope: JobScope, run: number): string {
+  return run === 1 ? jobWorkflowId(scope) : `${jobWorkflowId(scope)}-run-${run}`;
+}

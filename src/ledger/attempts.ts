@@ -47,6 +47,8 @@ export interface AttemptRecord {
   usage: RecordedUsage | null;
   /** Its lane: 0, or a hedge's (at most one live attempt per lane). */
   lane: number;
+  /** The run of the job it belongs to (1 unless the job was reopened). */
+  run: number;
 }
 
 /** An attempt's usage as the ledger holds it: counts as numbers, money as a decimal string. */
@@ -82,6 +84,7 @@ interface AttemptRow {
   model_used: string | null;
   cost: string | null;
   cost_currency: string | null;
+  run: number;
 }
 
 function toUsage(row: AttemptRow): RecordedUsage | null {
@@ -114,6 +117,7 @@ function toAttempt(row: AttemptRow): AttemptRecord {
     resolution: row.resolution,
     usage: toUsage(row),
     lane: row.lane ?? 0,
+    run: row.run ?? 1,
   };
 }
 
@@ -225,6 +229,8 @@ export interface LockedJob {
   deadlineLeftMs: number | null;
   /** The route version the job was admitted to (null for jobs admitted before versions were recorded). */
   routeVersion: string | null;
+  /** The job's current run: its attempts are the ones the attempt cap counts. */
+  run: number;
   /** The job's input, when asked for. */
   input?: Record<string, unknown>;
 }
@@ -246,10 +252,11 @@ export async function lockJobRow(tx: PoolClient, jobId: string, opts: { withInpu
     terminal: boolean;
     completed_by: string | null;
     route_version: string | null;
+    run: number;
     deadline_left_ms: string | null;
     input?: Record<string, unknown>;
   }>(
-    `SELECT id, operation, status, version, terminal_at IS NOT NULL AS terminal, completed_by, route_version, ${DEADLINE_LEFT_MS} AS deadline_left_ms${opts.withInput ? ', input' : ''}
+    `SELECT id, operation, status, version, terminal_at IS NOT NULL AS terminal, completed_by, route_version, run, ${DEADLINE_LEFT_MS} AS deadline_left_ms${opts.withInput ? ', input' : ''}
      FROM jobs WHERE id = $1 FOR UPDATE`,
     [jobId],
   );
@@ -263,6 +270,7 @@ export async function lockJobRow(tx: PoolClient, jobId: string, opts: { withInpu
     terminal: row.terminal,
     completedBy: row.completed_by,
     routeVersion: row.route_version,
+    run: row.run,
     deadlineLeftMs: row.deadline_left_ms === null ? null : Number(row.deadline_left_ms),
     ...(row.input ? { input: row.input } : {}),
   };

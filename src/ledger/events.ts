@@ -24,6 +24,7 @@ export const JobEventType = {
   effectNeedsReview: 'effect.needs_review',
   effectResolved: 'effect.resolved',
   workflowRepaired: 'job.workflow_repaired',
+  reopened: 'job.reopened',
 } as const;
 export type JobEventType = (typeof JobEventType)[keyof typeof JobEventType];
 

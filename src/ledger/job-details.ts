@@ -20,14 +20,17 @@ export interface DetailsDocument {
 export interface JobDetails {
   job: JobRecord;
   details: DetailsDocument;
-  /** The job's one bill with its adjustments (the job_settlements view, migration 0015); absent before the job is terminal. */
+  /** The current run's bill with its adjustments (the settlement_documents view, migration 0015); absent before the run is terminal. */
   settlement?: Record<string, unknown>;
+  /** A reopened job's bills, one per ended run, oldest first (job_settlements); absent for a job never reopened. */
+  settlements?: Array<Record<string, unknown>>;
 }
 
-type DetailsRow = Parameters<typeof toJobRecord>[0] & { details: DetailsDocument; settlement: Record<string, unknown> | null };
+type DetailsRow = Parameters<typeof toJobRecord>[0] & { details: DetailsDocument; settlement: Record<string, unknown> | null; settlements: Array<Record<string, unknown>> | null };
 
 function toDetails(row: DetailsRow | undefined): JobDetails | undefined {
-  return row ? { job: toJobRecord(row), details: row.details, ...(row.settlement ? { settlement: row.settlement } : {}) } : undefined;
+  if (!row) return undefined;
+  return { job: toJobRecord(row), details: row.details, ...(row.settlement ? { settlement: row.settlement } : {}), ...(row.settlements ? { settlements: row.settlements } : {}) };
 }
 
 /** The details of a job just created: its one event is the created event written with it. */
@@ -47,8 +50,9 @@ export function newJobDetails(job: JobRecord): JobDetails {
  */
 const SELECT_DETAILS = `SELECT ${JOB_COLUMNS},
     CASE WHEN terminal_at IS NULL THEN job_details(id) ELSE details END AS details,
-    s.document AS settlement
-  FROM jobs LEFT JOIN job_settlements s ON s.job_id = jobs.id AND jobs.terminal_at IS NOT NULL`;
+    (SELECT s.document FROM settlement_documents s WHERE s.job_id = jobs.id AND s.run = jobs.run) AS settlement,
+    CASE WHEN jobs.run > 1 THEN job_settlements(jobs.id) END AS settlements
+  FROM jobs`;
 
 const BY_ID = { name: 'job-details-by-id', text: `${SELECT_DETAILS} WHERE jobs.id = $1` };
 const BY_SCOPE = { name: 'job-details-by-scope', text: `${SELECT_DETAILS} WHERE principal_id = $1 AND operation = $2 AND idempotency_key = $3` };

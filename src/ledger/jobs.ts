@@ -21,6 +21,8 @@ export interface JobRecord extends JobScope {
   terminalAt: Date | null;
   /** The caller's deadline, or null when the job has none. */
   deadlineAt: Date | null;
+  /** Which run of the job this is: 1, plus one per reopen (an operation's `reopenFailed`). */
+  run: number;
 }
 
 interface JobRow {
@@ -40,6 +42,7 @@ interface JobRow {
   updated_at: Date;
   terminal_at: Date | null;
   deadline_at: Date | null;
+  run: number;
 }
 
 /**
@@ -48,7 +51,7 @@ interface JobRow {
  * not pay for parsing it.
  */
 export const JOB_COLUMNS = `id, principal_id, operation, idempotency_key, request_digest, schema_version, status, result, error,
-  version, completed_by, workflow_id, created_at, updated_at, terminal_at, deadline_at`;
+  version, completed_by, workflow_id, created_at, updated_at, terminal_at, deadline_at, run`;
 
 export function toJobRecord(row: JobRow): JobRecord {
   return {
@@ -68,6 +71,7 @@ export function toJobRecord(row: JobRow): JobRecord {
     updatedAt: row.updated_at,
     terminalAt: row.terminal_at,
     deadlineAt: row.deadline_at ?? null,
+    run: row.run ?? 1,
   };
 }
 
@@ -126,6 +130,50 @@ export async function admitJob(db: Pool, job: NewJob): Promise<{ job: JobRecord;
     if (existing.requestDigest !== job.requestDigest) throw new IdempotencyKeyReusedError(existing);
     return { job: existing, created: false };
   }
+}
+
+/** What a reopen needs: the failed run the caller saw, and what the new run starts with. */
+export interface Reopening {
+  jobId: string;
+  /** The digest of the request that reopens: only the same intent may. */
+  requestDigest: string;
+  /** The run the caller saw fail: a retry that saw an earlier failure reopens nothing. */
+  failedRun: number;
+  /** The new run's workflow (jobRunWorkflowId). */
+  workflowId: string;
+  /** The new run's deadline: the reopening request's, or none. */
+  deadlineAt: Date | null;
+}
+
+/**
+ * Starts a new run of a failed job (an operation's `reopenFailed`): one
+ * compare-and-swap on the failed row moves it back to accepted under its next
+ * run, with a `job.reopened` event, only while the job is failed, its run is
+ * the one the caller saw, its digest is the request's and no effect of it was
+ * ever claimed. Concurrent identical retries reopen it once; the scope still
+ * holds one job (invariant 1).
+ * @returns the reopened job and its route version, or undefined when nothing was reopened.
+ */
+export async function reopenFailedJob(db: Queryable, reopening: Reopening): Promise<{ job: JobRecord; routeVersion: string | null } | undefined> {
+  // Invariants 1, 7 and 12: the same row, never after a claim (an effect may be out), only from the failure the caller saw.
+  const { rows } = await db.query<JobRow & { route_version: string | null }>(
+    `WITH reopened AS (
+       UPDATE jobs j SET status = 'accepted', run = j.run + 1, error = NULL, output = NULL, completed_by = NULL,
+              version = j.version + 1, terminal_at = NULL, updated_at = now(), swept_at = NULL,
+              workflow_id = $4, deadline_at = $5
+       FROM jobs before
+       WHERE j.id = $1 AND before.id = j.id
+         AND j.status = 'failed' AND j.run = $3 AND j.request_digest = $2
+         AND NOT EXISTS (SELECT 1 FROM effects e WHERE e.job_id = $1)
+       RETURNING ${JOB_COLUMNS.split(',').map((column) => `j.${column.trim()}`).join(', ')}, j.route_version, before.error AS previous_error
+     ), noted AS (
+       INSERT INTO job_events (job_id, type, detail)
+       SELECT id, '${JobEventType.reopened}', jsonb_build_object('run', run, 'previousRun', run - 1, 'previousError', previous_error, 'workflowId', workflow_id) FROM reopened
+     )
+     SELECT * FROM reopened`,
+    [reopening.jobId, reopening.requestDigest, reopening.failedRun, reopening.workflowId, reopening.deadlineAt],
+  );
+  return rows[0] ? { job: toJobRecord(rows[0]), routeVersion: rows[0].route_version } : undefined;
 }
 
 /** The job of a scope, or undefined. */

@@ -25,7 +25,7 @@ export interface UsageLine {
 export async function usageReport(db: Queryable, query: { principalId: string; from: Date; to: Date; groupBy: UsageGrouping }): Promise<UsageLine[]> {
   const key = query.groupBy === UsageGrouping.day ? `to_char(settled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')` : 'operation';
   const { rows } = await db.query<{ key: string; currency: string | null; jobs: number; input_tokens: string; output_tokens: string; provider_cost: string; billable: string }>(
-    `SELECT ${key} AS key, currency, count(*)::int AS jobs, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
+    `SELECT ${key} AS key, currency, count(DISTINCT job_id)::int AS jobs, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
             sum(provider_cost)::text AS provider_cost, sum(billable)::text AS billable
        FROM settlements
       WHERE principal_id = $1 AND settled_at >= $2 AND settled_at < $3

@@ -17,6 +17,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
       'Jobs by operation and route version: admitted, then succeeded, failed or cancelled, and the terminal jobs that had unknowns, contract violations or effects in review (the denominators of success and harm rates)',
       ['operation', 'route', 'outcome'],
     ),
+    jobsReopened: counter('onceflow_jobs_reopened_total', "Failed jobs whose operation declares reopenFailed started again by the same intent (a new run)", ['operation']),
     jobsReplayed: counter('onceflow_jobs_replayed_total', 'Submissions answered with an existing job (Idempotent-Replayed)', ['operation', 'terminal']),
     idempotencyConflicts: counter('onceflow_idempotency_conflicts_total', 'Same key, other request digest: 409', ['operation']),
     requestsRejected: counter('onceflow_requests_rejected_total', 'Requests rejected, by reason', ['reason']),

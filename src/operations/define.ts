@@ -53,6 +53,8 @@ export interface OperationSpec<Input = any, Output = any> {
   effectsAfterDeadline?: boolean;
   /** A read-only generation (no effects) may hedge after a timeout, within a budget (README, Retry policies). */
   retry?: { hedge?: HedgePolicy };
+  /** Whether the same intent after a failed job with no effect claimed starts the job's next run (default false: the failure is replayed). */
+  reopenFailed?: boolean;
   result?: DeclaredResult;
   finalize?(output: Output, receipts: Record<string, Record<string, unknown>>): unknown;
 }

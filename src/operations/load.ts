@@ -268,6 +268,7 @@ function checkSpec(spec: OperationSpec, origin: { file: string; pointer: string 
     ...(spec.deadline ? { deadline: { ...spec.deadline } } : {}),
     ...(spec.effectsAfterDeadline !== undefined ? { effectsAfterDeadline: spec.effectsAfterDeadline } : {}),
     ...(spec.retry?.hedge ? { retry: { hedge: { ...spec.retry.hedge } } } : {}),
+    ...(spec.reopenFailed !== undefined ? { reopenFailed: spec.reopenFailed } : {}),
     ...(spec.probes ? { probes: spec.probes } : {}),
   };
 }

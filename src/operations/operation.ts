@@ -87,6 +87,12 @@ export interface OperationDefinition<Input = any, Output = any> {
   /** How a read-only generation retries: hedged attempts within a budget. Only for operations without effects. */
   retry?: { hedge?: HedgePolicy };
   /**
+   * Whether the same key and digest, after a failed job none of whose effects
+   * was ever claimed, starts a new run of that job (default false: the
+   * failure is replayed, as for every terminal job).
+   */
+  reopenFailed?: boolean;
+  /**
    * The job's result from the winning output and the effects' receipts (by
    * effect name). Without it, the result is the output itself.
    */

@@ -72,22 +72,79 @@ export function replyText(provider: string, messages: readonly SimChatMessage[])
   return `${provider}: ${body} [ref ${messagesRef(messages)}]${tail}`;
 }
 
+/** The type of one key a system prompt asks for: a JSON type, or one of some string literals. */
+export type ShapeType = 'string' | 'boolean' | 'number' | readonly string[];
+
+// One `{"key": type, ...}` in a system prompt; types: string, boolean, number, integer, or "a" | "b".
+const SHAPE_BRACES = /\{([^{}]*)\}/g;
+const SHAPE_PAIR = /^\s*"([^"]+)"\s*:\s*(string|boolean|number|integer|"[^"]*"(?:\s*\|\s*"[^"]*")*)\s*$/;
+
+/**
+ * The keys the request asks for, in order, with their types: read from the
+ * first `{...}` of the system messages that lists only `"key": type` pairs.
+ * Undefined when no system message names a shape.
+ */
+export function answerShape(messages: readonly SimChatMessage[]): Array<[string, ShapeType]> | undefined {
+  for (const message of messages) {
+    if (message.role !== 'system') continue;
+    for (const braces of message.content.matchAll(SHAPE_BRACES)) {
+      const pairs = (braces[1] ?? '').split(',').map((part) => SHAPE_PAIR.exec(part));
+      if (pairs.length === 0 || pairs.some((pair) => !pair)) continue;
+      return pairs.map((pair) => {
+        const [, key, type] = pair!;
+        if (type!.startsWith('"')) return [key!, [...type!.matchAll(/"([^"]*)"/g)].map((literal) => literal[1]!)];
+        return [key!, type === 'integer' ? 'number' : (type as 'string' | 'boolean' | 'number')];
+      });
+    }
+  }
+  return undefined;
+}
+
+// support.reply's answer predates shapes; it stays as it was, byte for byte.
+function isSupportReplyShape(shape: Array<[string, ShapeType]> | undefined): boolean {
+  return !shape || (shape.length === 2 && shape[0]![0] === 'reply' && shape[0]![1] === 'string' && shape[1]![0] === 'escalate' && shape[1]![1] === 'boolean');
+}
+
+/**
+ * The answer object: support.reply's `{reply, escalate}` when the system
+ * prompt asks for it or names no shape; otherwise each key asked for, with a
+ * string naming the provider, the key and the ref (and the `@sink(...)`
+ * directives), `false` (or `true` on a refund), `0`, or the first of the
+ * literals (the last on a refund, as escalate is true then).
+ */
+function answerObject(provider: string, messages: readonly SimChatMessage[]): Record<string, unknown> {
+  const shape = answerShape(messages);
+  const escalate = wantsEscalation(messages);
+  if (isSupportReplyShape(shape)) return { reply: replyText(provider, messages), escalate };
+  const sinks = [...new Set(findSinkDirectives(messagesText(messages)))];
+  const tail = sinks.length > 0 ? ` ${sinks.join(' ')}` : '';
+  const answer: Record<string, unknown> = {};
+  for (const [key, type] of shape!) {
+    if (type === 'string') answer[key] = `${provider}: ${key} of the request [ref ${messagesRef(messages)}]${tail}`;
+    else if (type === 'boolean') answer[key] = escalate;
+    else if (type === 'number') answer[key] = 0;
+    else answer[key] = escalate ? type[type.length - 1] : type[0];
+  }
+  return answer;
+}
+
 /** The assistant message content in the requested style. */
 export function completionContent(
   provider: string,
   messages: readonly SimChatMessage[],
   style: CompletionStyle,
 ): string {
-  const reply = replyText(provider, messages);
-  const escalate = wantsEscalation(messages);
+  const answer = answerObject(provider, messages);
   switch (style) {
     case 'json':
-      return JSON.stringify({ reply, escalate });
+      return JSON.stringify(answer);
     case 'extra-key':
-      return JSON.stringify({ reply, escalate, confidence: 0.9 });
-    case 'prose':
+      return JSON.stringify({ ...answer, confidence: 0.9 });
+    case 'prose': {
       // Starts with a word, so no JSON parser can mistake it for an object.
-      return `Sure! Here is my answer. ${reply} Let me know if there is anything else.`;
+      const text = Object.values(answer).find((value) => typeof value === 'string') ?? JSON.stringify(answer);
+      return `Sure! Here is my answer. ${String(text)} Let me know if there is anything else.`;
+    }
   }
 }
 

@@ -155,6 +155,8 @@ ${demoKey ? `  demo API key   ${demoKey}   (principal "demo"; printed once)\n  o
           -H 'Authorization: Bearer ${demoKey ?? '<your key>'}' -H 'Idempotency-Key: demo-1' \\
           -H 'Content-Type: application/json' -H 'Prefer: wait=10' \\
           -d '{"operation":"support.reply","input":{"ticketId":"T-1","customerMessage":"Where is my order?","channel":"email"}}'
+        and the read-only one: -H 'Idempotency-Key: demo-2' \
+          -d '{"operation":"ticket.summarize","input":{"ticketId":"T-2","text":"The screen arrived cracked."}}'
 
   Ctrl-C stops everything.
 `);

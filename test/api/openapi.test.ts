@@ -73,8 +73,14 @@ describe('the OpenAPI document', () => {
     const body = byId('submitJob').requestBody.content['application/json'].schema;
 
     // Assert
-    expect(body.discriminator).toEqual({ propertyName: 'operation', mapping: { 'support.reply': '#/components/schemas/SubmitJob.support.reply' } });
-    expect(body.oneOf).toEqual([{ $ref: '#/components/schemas/SubmitJob.support.reply' }]);
+    expect(body.discriminator).toEqual({
+      propertyName: 'operation',
+      mapping: { 'support.reply': '#/components/schemas/SubmitJob.support.reply', 'ticket.summarize': '#/components/schemas/SubmitJob.ticket.summarize' },
+    });
+    expect(body.oneOf).toEqual([{ $ref: '#/components/schemas/SubmitJob.support.reply' }, { $ref: '#/components/schemas/SubmitJob.ticket.summarize' }]);
+    const summarize = resolve(body.oneOf[1].$ref);
+    expect(summarize.properties.operation).toEqual({ type: 'string', const: 'ticket.summarize' });
+    expect(summarize.properties.input).toMatchObject({ additionalProperties: false, required: ['ticketId', 'text'] });
     const branch = resolve(body.oneOf[0].$ref);
     expect(branch.properties.operation).toEqual({ type: 'string', const: 'support.reply' });
     expect(branch.properties.input).toMatchObject({ additionalProperties: false, required: ['ticketId', 'customerMessage', 'channel'] });
@@ -84,13 +90,15 @@ describe('the OpenAPI document', () => {
 
   it('accepts the example of every operation as a new job', async () => {
     // Arrange
-    const branch = resolve(byId('submitJob').requestBody.content['application/json'].schema.oneOf[0].$ref);
+    const branches = byId('submitJob').requestBody.content['application/json'].schema.oneOf.map((ref: { $ref: string }) => resolve(ref.$ref));
 
     // Act
-    const response = await stack.app.inject({ method: 'POST', url: '/v1/jobs', headers: { ...auth(KEYS.alice), 'idempotency-key': randomUUID() }, payload: branch.examples[0] });
+    const responses = await Promise.all(
+      branches.map((branch: any) => stack.app.inject({ method: 'POST', url: '/v1/jobs', headers: { ...auth(KEYS.alice), 'idempotency-key': randomUUID() }, payload: branch.examples[0] })),
+    );
 
     // Assert
-    expect(response.statusCode).toBe(202);
+    expect(responses.map((response) => response.statusCode)).toEqual([202, 202]);
   });
 
   it('documents every error as application/problem+json with the Problem schema, and 500 and 503 on every route', () => {

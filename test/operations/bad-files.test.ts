@@ -68,6 +68,13 @@ describe('an operations file with a mistake', () => {
     expect([...loaded.registry.keys()]).toEqual(['ticket.summary']);
   });
 
+  it('hands on reopenFailed: true, and leaves it out when the file does', () => {
+    const declared = parseOperations(YAML.stringify(broken((f) => (op(f).reopenFailed = true))), FILE).registry.get('ticket.summary');
+    const silent = parseOperations(YAML.stringify(validFile()), FILE).registry.get('ticket.summary');
+    expect(declared?.reopenFailed).toBe(true);
+    expect(silent?.reopenFailed).toBeUndefined();
+  });
+
   it.each<[string, unknown, RegExp]>([
     ['invalid YAML', 'operations:\n  - name: [unclosed\n', /^ops\.yaml:\d+:\d+: \(document\): invalid YAML: /],
     ['a key given twice', 'operations: []\noperations: []\n', /^ops\.yaml:2:1: \(document\): invalid YAML: Map keys must be unique/],
@@ -95,6 +102,7 @@ describe('an operations file with a mistake', () => {
     ['a result field from an effect the operation does not run', broken((f) => (op(f).result.fields.recordKey.effect = 'message.send')), /^ops\.yaml:\d+:\d+: \/operations\/0\/result\/fields\/recordKey\/effect: "message\.send" is not one of this operation's effects$/m],
     ['two operations with one name', broken((f) => f.operations.push(structuredClone(op(f)))), /^ops\.yaml:\d+:\d+: \/operations\/1\/name: operation "ticket\.summary" is already declared at \/operations\/0$/m],
     ['an HTTP effect named like a built-in one', broken((f) => (f.effects = [{ name: 'message.send', url: 'https://x.example/${TOKEN}', deduplicates: true }])), /^ops\.yaml:\d+:\d+: \/effects\/0\/name: effect "message\.send" is built in$/m],
+    ['a reopenFailed that is not a boolean', broken((f) => (op(f).reopenFailed = 'yes')), /^ops\.yaml:\d+:\d+: \/operations\/0\/reopenFailed: must be boolean$/m],
     ['an HTTP effect with a malformed status class', broken((f) => (f.effects = [{ name: 'ticket.comment', url: 'https://x.example', deduplicates: true, statuses: { done: ['2XX'] } }])), /^ops\.yaml:\d+:\d+: \/effects\/0\/statuses\/done\/0: must match pattern/m],
   ])('%s: names the file, the JSON pointer and what is wrong', (_name, data, expected) => {
     expect(problemsOf(data)).toMatch(expected);

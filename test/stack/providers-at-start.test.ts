@@ -67,9 +67,11 @@ describe('the providers of npm start', () => {
     return state;
   }
 
+  // One row per provider and model: every demo operation (support.reply, ticket.summarize) verifies each step alike.
   async function verifications(): Promise<Array<{ provider: string; model: string; passed: boolean }>> {
-    const { rows } = await db.pool.query('SELECT provider, model, passed FROM provider_contracts ORDER BY provider, model');
-    return rows;
+    const { rows } = await db.pool.query('SELECT provider, model, passed, array_agg(operation ORDER BY operation) AS operations FROM provider_contracts GROUP BY 1, 2, 3 ORDER BY provider, model');
+    for (const row of rows) expect({ ...row, operations: row.operations }).toEqual({ ...row, operations: ['support.reply', 'ticket.summarize'] });
+    return rows.map(({ provider, model, passed }) => ({ provider, model, passed }));
   }
 
   it("moves the built-in providers and the messaging service with the simulators' ports", async () => {
@@ -119,6 +121,9 @@ routes:
   support.reply:
     - { provider: file-primary, model: sim-small }
     - { provider: file-backup, model: sim-large }
+  ticket.summarize:
+    - { provider: file-primary, model: sim-small }
+    - { provider: file-backup, model: sim-large }
 `,
     );
 
@@ -131,6 +136,7 @@ routes:
       { provider: 'file-primary', model: 'sim-small', passed: true },
     ]);
     expect(stack!.lines).toContainEqual(expect.stringMatching(/file-backup\/sim-large FAILED verification for support\.reply/));
+    expect(stack!.lines).toContainEqual(expect.stringMatching(/file-backup\/sim-large FAILED verification for ticket\.summarize/));
   }, 90_000);
 
   it('says which providers were not verified, and why, when verification at start is turned off', async () => {
