@@ -13,7 +13,7 @@ function summarize(stack: TestStack, text: string, key = randomUUID()) {
 describe('ticket.summarize, the read-only demo operation, on the real stack', () => {
   let stack: TestStack;
   beforeAll(async () => {
-    stack = await startTestStack();
+    stack = await startTestStack({ env: { ONCEFLOW_ATTEMPT_TIMEOUT_MS: '1500' } });
   });
   afterAll(() => stack.close());
 
@@ -46,6 +46,20 @@ describe('ticket.summarize, the read-only demo operation, on the real stack', ()
     expect(JSON.stringify(job.attempts[0].evidence)).toContain('confidence');
     expect(job.result).toEqual({ summary: expect.stringMatching(/^sim-backup: summary of the request/), priority: 'low' });
   });
+
+  it('hedges when its first attempt times out (it is read-only), and the backup answers while the first is still unknown', async () => {
+    // Arrange / Act: the primary never answers.
+    const submitted = await summarize(stack, 'My order never came. @sim(sim-primary:hang)');
+    const job = await waitForJob(stack, submitted.json().id, isTerminalJob, 30_000);
+
+    // Assert
+    expect(job.status).toBe('succeeded');
+    expect(job.attempts.map((a: any) => [a.provider, a.status])).toEqual([
+      ['sim-primary', 'unknown'],
+      ['sim-backup', 'succeeded'],
+    ]);
+    expect(job.events.map((e: any) => e.type)).toContain('attempt.hedged');
+  }, 40_000);
 
   it('fails prose the same way', async () => {
     const submitted = await summarize(stack, 'Where is my order? @sim(sim-primary:prose)');
