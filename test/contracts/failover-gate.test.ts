@@ -170,7 +170,11 @@ describe('the failover gate', () => {
     await clearVerifications();
     const response = await stack.app.inject({ method: 'POST', url: '/v1/providers/verify', headers: auth(KEYS.operator), payload: { provider: 'sim-backup' } });
     expect(response.statusCode).toBe(200);
-    expect(response.json().verifications).toEqual([expect.objectContaining({ provider: 'sim-backup', model: 'sim-large', passed: true, operation: 'support.reply' })]);
+    // Every operation whose route uses the provider: the two demo operations.
+    expect(response.json().verifications.map((v: any) => [v.operation, v.provider, v.model, v.passed])).toEqual([
+      ['support.reply', 'sim-backup', 'sim-large', true],
+      ['ticket.summarize', 'sim-backup', 'sim-large', true],
+    ]);
     expect((await eligibility(stack.db.pool, supportReply, backup, 'fallback', gate)).eligible).toBe(true);
   });
 });

@@ -5,6 +5,9 @@ import { loadConfig } from '../../src/config';
 import { createRegistry } from '../../src/operations/registry';
 import { loadProviders } from '../../src/providers/load';
 
+/** The operations these files route: support.reply alone (its route is what the price table is checked against). */
+const supportReplyOnly = () => createRegistry([createRegistry().get('support.reply')!]);
+
 describe('prices at start', () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'onceflow-prices-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -34,14 +37,14 @@ routes:
 
   it('refuses to start when a model a route uses has no price, naming the model', async () => {
     const file = providersFile('');
-    await expect(loadProviders(loadConfig({ ONCEFLOW_PROVIDERS_FILE: file }), createRegistry(), {})).rejects.toThrow(
+    await expect(loadProviders(loadConfig({ ONCEFLOW_PROVIDERS_FILE: file }), supportReplyOnly(), {})).rejects.toThrow(
       `${file}: providers.sim-backup.prices: has no price for model sim-large, which the route of support.reply uses`,
     );
   });
 
   it('gives the activities the price table when every route model is priced', async () => {
     const file = providersFile('    prices:\n      sim-large: { inputPerMillion: "2.50", outputPerMillion: "10.00", currency: USD }');
-    const { prices } = await loadProviders(loadConfig({ ONCEFLOW_PROVIDERS_FILE: file }), createRegistry(), {});
+    const { prices } = await loadProviders(loadConfig({ ONCEFLOW_PROVIDERS_FILE: file }), supportReplyOnly(), {});
     expect(prices.get('sim-backup')?.get('sim-large')).toEqual({ inputPerMillion: '2.50', outputPerMillion: '10.00', currency: 'USD' });
   });
 
