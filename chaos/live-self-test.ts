@@ -175,7 +175,7 @@ export async function runLiveSelfTest(ctx: RunContext): Promise<number> {
     const kinds = [...new Set(record.violations.map((v) => v.kind))];
     const ok = kinds.includes(scenario.expect);
     if (!ok) failed++;
-    console.log(`${ok ? 'ok  ' : 'FAIL'}  ${scenario.expect.padEnd(10)} fires on the real stack: ${scenario.name} (reported: ${kinds.join(', ') || 'nothing'}${record.error ? `; suite error: ${record.error.split('\n')[0]}` : ''})`);
+    console.log(`${ok ? 'pass' : 'FAIL'}  ${scenario.expect.padEnd(10)} fires on the real stack: ${scenario.name} (reported: ${kinds.join(', ') || 'nothing'}${record.error ? `; suite error: ${record.error.split('\n')[0]}` : ''})`);
   }
   console.log(`\nchaos live self-test: ${list.length - failed} of ${list.length} checks fired (conflict-409 is shown on fabricated data only: no outside act makes the API accept another body)`);
   return failed ? 1 : 0;

@@ -289,7 +289,7 @@ export function selfTestResults(): SelfTestResult[] {
 
 export function runSelfTest(): number {
   const results = selfTestResults();
-  for (const result of results) console.log(`${result.ok ? 'ok  ' : 'FAIL'}  ${result.name}${result.ok ? '' : `: ${result.detail}`}`);
+  for (const result of results) console.log(`${result.ok ? 'pass' : 'FAIL'}  ${result.name}${result.ok ? '' : `: ${result.detail}`}`);
   const failed = results.filter((r) => !r.ok).length;
   console.log(`\nchaos self-test: ${results.length - failed} of ${results.length} passed`);
   return failed ? 1 : 0;

@@ -130,3 +130,31 @@ export async function resolveTestServer(opts: ResolveOptions): Promise<ResolvedT
   if (!hasTestServerJars()) throw new ToolError(`Maven finished but ${testServerLib} has no test-server jar`);
   return { path: testServerWrapper, source: 'built' };
 }
+
+/** The names a Chromium goes by on PATH, Debian's first. */
+const CHROMIUM_NAMES = ['chromium', 'chromium-browser', 'google-chrome-stable', 'google-chrome'];
+
+/**
+ * Resolves a Chromium for the browser tests (Playwright drives it through
+ * `playwright-core`, which downloads no browser): CHROMIUM_PATH → on PATH →
+ * Debian's `chromium` package, installed with apt-get when this process is
+ * root. There is no cached build: a browser is the system's.
+ * @returns the browser, or undefined when none is here and none can be installed.
+ * @throws ToolError when CHROMIUM_PATH is wrong or apt-get fails.
+ */
+export async function resolveChromium(opts: ResolveOptions): Promise<ResolvedTool | undefined> {
+  const env = opts.env ?? process.env;
+  const onPath = CHROMIUM_NAMES.map((name) => which(name, env)).find(Boolean);
+  const resolved = fromEnv('CHROMIUM_PATH', env) ?? (onPath ? { path: onPath, source: 'path' as const } : undefined);
+  if (resolved || !opts.build) return resolved;
+
+  const aptGet = which('apt-get', env);
+  if (!aptGet || process.getuid?.() !== 0) return undefined;
+  opts.log?.('installing Debian\'s chromium with apt-get (first time only)');
+  const aptEnv = { ...env, DEBIAN_FRONTEND: 'noninteractive' };
+  await run(aptGet, ['update', '-q'], aptEnv, opts.log);
+  await run(aptGet, ['install', '-y', '-q', '--no-install-recommends', 'chromium'], aptEnv, opts.log);
+  const installed = CHROMIUM_NAMES.map((name) => which(name, env)).find(Boolean);
+  if (!installed) throw new ToolError('apt-get installed chromium but no chromium is on PATH');
+  return { path: installed, source: 'built' };
+}
