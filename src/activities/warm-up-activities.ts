@@ -1,25 +1,57 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { compileContracts } from '../contracts/output';
+import { createAnthropicProvider } from '../providers/anthropic';
+import { createOpenAiCompatibleProvider } from '../providers/openai-compatible';
+import type { ProviderAdapter } from '../providers/types';
 import type { ActivityDeps } from './deps';
+
+/** What the loopback server answers, by path: a chat completion, a message, or a plain JSON body. */
+const LOOPBACK_ANSWERS: Record<string, object> = {
+  '/v1/chat/completions': {
+    id: 'warm-up',
+    object: 'chat.completion',
+    created: 0,
+    model: 'warm-up',
+    choices: [{ index: 0, message: { role: 'assistant', content: 'warm-up' }, finish_reason: 'stop' }],
+    usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+  },
+  '/v1/messages': {
+    id: 'warm-up',
+    type: 'message',
+    role: 'assistant',
+    model: 'warm-up',
+    content: [{ type: 'text', text: 'warm-up' }],
+    stop_reason: 'end_turn',
+    usage: { input_tokens: 1, output_tokens: 1 },
+  },
+};
+
+/** What a warm-up took through first use: the provider kinds, each with what its SDK parsed from the loopback's answer. */
+export interface WarmUpReport {
+  providerKinds: Record<string, string>;
+}
 
 /**
  * What a worker does once, before its first job, so that job costs what the
  * hundredth does: the output contracts are compiled, database connections
- * opened, and the HTTP client that provider calls and effects use (Node's
- * fetch) loaded and taken through one request to a server of its own, on
- * loopback, that lives only for it. Run inside the warm-up workflow, it also
+ * opened, and the HTTP client that effects use (Node's fetch) and the SDK of
+ * each kind of provider the routes use taken through one request each to a
+ * server of its own, on loopback, that lives only for it: a twin of the
+ * provider's adapter, pointed there, sends a completion and parses the
+ * answer as a real call does. Run inside the warm-up workflow, it also
  * takes the workflow sandbox, the message codecs and a local activity's round
  * trip through their first use. It reads and writes no ledger row and
  * reaches no provider and no downstream.
  */
-export function createWarmUpActivities(deps: Pick<ActivityDeps, 'db' | 'operations'>) {
+export function createWarmUpActivities(deps: Pick<ActivityDeps, 'db' | 'operations' | 'providers'>) {
   return {
-    async warmUp(): Promise<void> {
+    async warmUp(): Promise<WarmUpReport> {
       compileContracts(deps.operations.values());
       const clients = await Promise.all(Array.from({ length: 2 }, () => deps.db.connect()));
       try {
-        await Promise.all([...clients.map((client) => client.query('SELECT 1')), warmUpFetch()]);
+        const [, providerKinds] = await Promise.all([Promise.all(clients.map((client) => client.query('SELECT 1'))), onLoopback((origin) => warmUpClients(origin, deps.providers.values()))]);
+        return { providerKinds };
       } finally {
         for (const client of clients) client.release();
       }
@@ -27,22 +59,36 @@ export function createWarmUpActivities(deps: Pick<ActivityDeps, 'db' | 'operatio
   };
 }
 
-/** One JSON POST through fetch to a loopback server that answers with JSON, then the server is gone. */
-async function warmUpFetch(): Promise<void> {
+/** One JSON POST through fetch, then one completion through a twin of each kind of provider adapter, all to `origin`. */
+async function warmUpClients(origin: string, providers: Iterable<ProviderAdapter>): Promise<Record<string, string>> {
+  const response = await fetch(`${origin}/`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': 'warm-up' },
+    body: '{"warmUp":true}',
+    signal: AbortSignal.timeout(5000),
+  });
+  await response.json();
+  const kinds: Record<string, string> = {};
+  for (const kind of new Set([...providers].map((provider) => provider.kind))) {
+    const twin = kind === 'anthropic' ? createAnthropicProvider({ name: 'warm-up', baseUrl: origin }) : createOpenAiCompatibleProvider({ name: 'warm-up', baseUrl: `${origin}/v1` });
+    const answer = await twin.complete({ model: 'warm-up', messages: [{ role: 'system', content: 'warm-up' }, { role: 'user', content: 'warm-up' }], requestId: 'warm-up', timeoutMs: 5000, maxTokens: 1 });
+    kinds[kind] = answer.content;
+  }
+  return kinds;
+}
+
+/** Runs `use` against a server on loopback that answers every POST from LOOPBACK_ANSWERS, then the server is gone. */
+async function onLoopback<T>(use: (origin: string) => Promise<T>): Promise<T> {
   const server = createServer((request, response) => {
     request.resume();
-    request.on('end', () => response.writeHead(200, { 'content-type': 'application/json', connection: 'close' }).end('{"ok":true}'));
+    request.on('end', () => {
+      const path = (request.url ?? '/').split('?')[0]!;
+      response.writeHead(200, { 'content-type': 'application/json', connection: 'close' }).end(JSON.stringify(LOOPBACK_ANSWERS[path] ?? { ok: true }));
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   try {
-    const { port } = server.address() as AddressInfo;
-    const response = await fetch(`http://127.0.0.1:${port}/`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'idempotency-key': 'warm-up' },
-      body: '{"warmUp":true}',
-      signal: AbortSignal.timeout(5000),
-    });
-    await response.json();
+    return await use(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
   } finally {
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
