@@ -2,11 +2,12 @@ import { DigestMismatchError, IntentClient, memoryStorage, OnceflowApiError, Onc
 import { requestDigest as serverDigest } from '../../src/jobs/digest';
 import { KEYS, startTestStack, type TestStack } from '../harness/stack';
 
-/** A fetch that records each request's method, path and Idempotency-Key, and passes it on (or lets `intercept` answer it). */
+/** A fetch that records each request's method, path, Idempotency-Key and Prefer, and passes it on (or lets `intercept` answer it). */
 function recordingFetch(intercept?: (call: number, url: string, init: RequestInit | undefined) => Promise<Response | undefined>) {
-  const calls: Array<{ method: string; path: string; key: string | null }> = [];
+  const calls: Array<{ method: string; path: string; key: string | null; prefer: string | null }> = [];
   const fetchImpl: typeof fetch = async (url, init) => {
-    calls.push({ method: init?.method ?? 'GET', path: new URL(String(url)).pathname, key: new Headers(init?.headers).get('idempotency-key') });
+    const headers = new Headers(init?.headers);
+    calls.push({ method: init?.method ?? 'GET', path: new URL(String(url)).pathname, key: headers.get('idempotency-key'), prefer: headers.get('prefer') });
     return (await intercept?.(calls.length, String(url), init)) ?? fetch(url, init);
   };
   return { calls, fetch: fetchImpl, posts: () => calls.filter((call) => call.method === 'POST') };
@@ -41,6 +42,7 @@ describe('the intent client: one key per intent', () => {
     // Assert
     expect(recorder.posts()).toHaveLength(2);
     expect(recorder.posts()[1]!.key).toBe(recorder.posts()[0]!.key);
+    expect(recorder.posts().map((post) => post.prefer)).toEqual(['wait=10', 'wait=10']);
     expect(second.id).toBe(first.id);
     expect(first.status).toBe('succeeded');
     expect(await jobsOf(ticket)).toEqual([first.id]);
