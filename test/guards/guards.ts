@@ -14,6 +14,8 @@ export interface Guard {
   /** Test files, and optionally a name pattern, that must fail without it. */
   tests: string[];
   testNamePattern?: string;
+  /** An npm script to run after the change and after the restore, when the tests load a build (the client package). */
+  rebuild?: string;
 }
 
 export const GUARDS: Guard[] = [
@@ -346,5 +348,102 @@ export const GUARDS: Guard[] = [
     replace: 'LEFT JOIN attempts a ON a.job_id = NEW.id',
     tests: ['test/jobs/reopen-failed.test.ts'],
     testNamePattern: 'each has its bill',
+  },
+  {
+    name: 'client: an intent keeps its key (double clicks, retries and reloads send it)',
+    file: 'packages/client/src/intent-keys.ts',
+    find: 'const idempotencyKey = kept && !this.expired(kept, nowMs) ? kept.idempotencyKey : this.newKey();',
+    replace: 'const idempotencyKey = this.newKey();',
+    tests: ['test/client/intent-client.test.ts', 'test/client/demo-page.test.ts'],
+    testNamePattern: 'double click|reload|keeps the key',
+    rebuild: 'build:client',
+  },
+  {
+    name: 'client: a key unused for keyMaxAgeMs is forgotten',
+    file: 'packages/client/src/intent-keys.ts',
+    find: 'return nowMs - record.usedAtMs > this.maxAgeMs;',
+    replace: 'return false;',
+    tests: ['test/client/intent-client.test.ts'],
+    testNamePattern: 'keyMaxAgeMs',
+    rebuild: 'build:client',
+  },
+  {
+    name: 'client: a shown outcome forgets its key',
+    file: 'packages/client/src/intent-client.ts',
+    find: '    this.keys.forgetKey(job.idempotencyKey);\n',
+    replace: '',
+    tests: ['test/client/intent-client.test.ts'],
+    testNamePattern: 'once shown',
+    rebuild: 'build:client',
+  },
+  {
+    name: "client: the job's request digest is checked against the client's",
+    file: 'packages/client/src/intent-client.ts',
+    find: 'if (job.requestDigest !== clientDigest) throw new DigestMismatchError(job, clientDigest);',
+    replace: '',
+    tests: ['test/client/intent-client.test.ts'],
+    testNamePattern: 'request digest is not',
+    rebuild: 'build:client',
+  },
+  {
+    name: 'client: canonical JSON sorts members',
+    file: 'packages/client/src/canonical-json.ts',
+    find: '.filter((name) => !isLeftOut(record[name])).sort();',
+    replace: '.filter((name) => !isLeftOut(record[name]));',
+    tests: ['test/client/digest.test.ts'],
+    rebuild: 'build:client',
+  },
+  {
+    name: 'client: a network failure is retried on the same key',
+    file: 'packages/client/src/http-sender.ts',
+    find: '        if (opts.signal?.aborted) throw opts.signal.reason;\n        lastFailure = err;',
+    replace: '        if (opts.signal?.aborted) throw opts.signal.reason;\n        throw err;',
+    tests: ['test/client/intent-client.test.ts', 'test/client/client.test.ts'],
+    testNamePattern: 'lost|timed out',
+    rebuild: 'build:client',
+  },
+  {
+    name: 'client: a try with no answer in time is abandoned and retried',
+    file: 'packages/client/src/http-sender.ts',
+    find: 'const timer = opts.timeoutMs === undefined ? undefined',
+    replace: 'const timer = true ? undefined',
+    tests: ['test/client/intent-client.test.ts'],
+    testNamePattern: 'timed out',
+    rebuild: 'build:client',
+  },
+  {
+    name: 'client: a 409 is never retried',
+    file: 'packages/client/src/http-sender.ts',
+    find: 'new Set([408, 429, 502, 503, 504])',
+    replace: 'new Set([408, 409, 429, 502, 503, 504])',
+    tests: ['test/client/intent-client.test.ts', 'test/client/client.test.ts'],
+    testNamePattern: '409',
+    rebuild: 'build:client',
+  },
+  {
+    name: 'client: Retry-After is honoured',
+    file: 'packages/client/src/http-sender.ts',
+    find: "waitMs = retryAfterMs(answer.headers.get('retry-after'), this.now());",
+    replace: 'waitMs = undefined;',
+    tests: ['test/client/intent-client.test.ts'],
+    testNamePattern: 'Retry-After',
+    rebuild: 'build:client',
+  },
+  {
+    name: 'client: a submission asks the server to wait (Prefer: wait)',
+    file: 'packages/client/src/intent-client.ts',
+    find: '...(wait > 0 ? { prefer: `wait=${wait}` } : {})',
+    replace: '',
+    tests: ['test/client/intent-client.test.ts'],
+    testNamePattern: 'double click',
+    rebuild: 'build:client',
+  },
+  {
+    name: 'demo: npm start mounts the demo page',
+    file: 'src/stack/start.ts',
+    find: '    mount: (app) => mountDemo(app, { apiKey: demoKey, messagesUrl: sims.downstream.url }),\n',
+    replace: '',
+    tests: ['test/stack/own-servers.test.ts'],
+    testNamePattern: 'demo page',
   },
 ];
