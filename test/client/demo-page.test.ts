@@ -56,6 +56,22 @@ describe('the demo page', () => {
 
   const shownStatus = (status: string) => page.locator('#job-status').filter({ hasText: new RegExp(`^${status}$`) }).waitFor();
 
+  it('serves the page and the client modules itself, and leaves them out of the OpenAPI document', async () => {
+    // Act
+    const page = await stack.app.inject({ method: 'GET', url: '/demo' });
+    const clientModule = await stack.app.inject({ method: 'GET', url: '/demo/client/intent-client.js' });
+    const unknownModule = await stack.app.inject({ method: 'GET', url: '/demo/client/nothing.js' });
+    const document = (await stack.app.inject({ method: 'GET', url: '/openapi.json' })).json();
+
+    // Assert
+    expect(page.statusCode).toBe(200);
+    expect(page.headers['content-type']).toMatch(/^text\/html/);
+    expect(clientModule.headers['content-type']).toMatch(/^text\/javascript/);
+    expect(clientModule.body).toContain('export class IntentClient');
+    expect(unknownModule.statusCode).toBe(404);
+    expect(Object.keys(document.paths).filter((route) => route.startsWith('/demo'))).toEqual([]);
+  });
+
   it('makes a double click one job and one message', async () => {
     // Arrange
     const ticket = newTicket();
