@@ -164,4 +164,39 @@ describe('the demo page', () => {
     expect(await jobsOf(ticket)).toEqual([jobId]);
     expect(messagesOf(ticket)).toHaveLength(1);
   });
+
+  it('shows the attempts live: a late answer is unknown first, then reconciled, and the job sends one message', async () => {
+    // Arrange: no server wait, so the page reads the job while it runs.
+    const ticket = newTicket();
+    await page.goto(`${baseUrl}/demo?wait=0`);
+    await fillForm(ticket, 'Can I change the delivery address?', ['fault-late']);
+
+    // Act
+    await page.click('#send');
+    await page.locator('#attempts td', { hasText: /^unknown$/ }).waitFor();
+    await shownStatus('succeeded');
+
+    // Assert
+    expect(await page.locator('#attempts tr').allTextContents()).toEqual(['1sim-primarysucceeded']);
+    await page.locator('#messages li').first().waitFor();
+    expect(messagesOf(ticket)).toHaveLength(1);
+  });
+
+  it('adds the reset-after-send fault to the message, and the recovered send is still one message', async () => {
+    // Arrange
+    const ticket = newTicket();
+    await page.goto(`${baseUrl}/demo`);
+    await fillForm(ticket, 'Please confirm my refund.', ['fault-reset']);
+
+    // Act
+    await page.click('#send');
+    await shownStatus('succeeded');
+    await page.locator('#messages li').first().waitFor();
+
+    // Assert
+    expect(submissions[0]!.postDataJSON().input.customerMessage).toBe('Please confirm my refund. @sink(reset)');
+    expect(messagesOf(ticket)).toHaveLength(1);
+    expect(messagesOf(ticket)[0]!.text).toContain('@sink(reset)');
+    expect(await page.locator('#messages li').count()).toBe(1);
+  });
 });
