@@ -123,19 +123,21 @@ describe('the intent client: one key per intent', () => {
     expect(await jobsOf(ticket)).toEqual([firstJobId]);
   });
 
-  it('keeps the key until the outcome was shown, takes a new one for a changed input, and a new one once shown', async () => {
+  it('keeps the key until the outcome of a terminal job was shown, takes a new one for a changed input, and a new one once shown', async () => {
     // Arrange
     const ticket = newTicket();
     const onceflow = client();
     const first = await onceflow.submit('support.reply', reply(ticket, 'Refund please'));
 
     // Act
+    const stillRunning = onceflow.shown({ ...first, status: 'running' });
     const again = await onceflow.submit('support.reply', reply(ticket, 'Refund please'));
     const changed = await onceflow.submit('support.reply', reply(ticket, 'Refund please, to my card'));
     onceflow.shown(first);
     const afterShown = await onceflow.submit('support.reply', reply(ticket, 'Refund please'));
 
     // Assert
+    expect(stillRunning).toBe(false);
     expect(again.id).toBe(first.id);
     expect(changed.id).not.toBe(first.id);
     expect(changed.idempotencyKey).not.toBe(first.idempotencyKey);

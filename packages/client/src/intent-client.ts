@@ -111,11 +111,13 @@ export class IntentClient {
   }
 
   /**
-   * The job's outcome was shown: its key is forgotten, so the same input
-   * submitted from now on is a new intent. Until then it attaches to this job.
+   * The job's outcome was shown: once the job is terminal, its key is
+   * forgotten, so the same input submitted from now on is a new intent. A job
+   * still running keeps its key: submitting again attaches to it. Returns
+   * whether a key was forgotten.
    */
-  shown(job: Pick<Job, 'idempotencyKey'>): void {
-    this.keys.forgetKey(job.idempotencyKey);
+  shown(job: Pick<Job, 'idempotencyKey' | 'status'>): boolean {
+    return isTerminal(job.status) && this.keys.forgetKey(job.idempotencyKey);
   }
 
   /**
