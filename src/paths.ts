@@ -16,3 +16,9 @@ export const operationsDir = path.join(projectRoot, 'operations');
 
 /** JSON Schemas Onceflow ships for its own files (the operations file). */
 export const schemasDir = path.join(projectRoot, 'schemas');
+
+/** The demo page's files, served at /demo by `npm start`. */
+export const demoDir = path.join(projectRoot, 'demo');
+
+/** The client package (packages/client), built to dist/esm and dist/cjs. */
+export const clientPackageDir = path.join(projectRoot, 'packages', 'client');

@@ -28,11 +28,16 @@ export interface RunningApi {
   close(): Promise<void>;
 }
 
+export interface StartApiOptions {
+  /** Adds routes to the built API before it listens (`npm start` mounts the demo page here). */
+  mount?: (app: App) => void | Promise<void>;
+}
+
 /**
  * Builds the API on its dependencies and listens on config.api.
  * @throws OperationsFileError when the operations file is wrong, or changes an input schema under a version jobs were made with.
  */
-export async function startApi(config: OnceflowConfig, db: Pool, metrics: Metrics = createMetrics({ defaultMetrics: true }), loaded: LoadedOperations = loadOperations(config.operationsFile)): Promise<RunningApi> {
+export async function startApi(config: OnceflowConfig, db: Pool, metrics: Metrics = createMetrics({ defaultMetrics: true }), loaded: LoadedOperations = loadOperations(config.operationsFile), options: StartApiOptions = {}): Promise<RunningApi> {
   if (!config.databaseUrl) throw new Error('DATABASE_URL is required');
   const operations = loaded.registry;
   const { providers, routeFor: route } = await loadProviders(config, operations);
@@ -54,6 +59,7 @@ export async function startApi(config: OnceflowConfig, db: Pool, metrics: Metric
     },
   });
   try {
+    await options.mount?.(app);
     // What the first request would pay for otherwise: the LISTEN connection of Prefer: wait, pool connections, the start message's codecs.
     await Promise.all([waiter.listen(), openConnections(db, 2)]);
     warmUpStartMessages();

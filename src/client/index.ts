@@ -1,14 +1,19 @@
 /**
- * The typed client for Onceflow's HTTP API. One key per intent: `submit`
- * takes the caller's key or makes one, and every retry of that submit (after
- * a network failure, or an answer that says trying again may help: 408, 429,
- * 502, 503, 504) carries the same key, so a retry can never become a second
- * job. Any other answer (a 4xx, or a 500, which nothing says would go
- * differently) is thrown at once.
+ * The typed client for Onceflow's HTTP API, for Node: the operator's
+ * commands and scripts. It sends through the client package's HttpSender,
+ * the same retry code browsers use: every retry of a request (after a network
+ * failure, or an answer that says trying again may help: 408, 429, 502, 503,
+ * 504) carries the same Idempotency-Key, so a retry can never become a second
+ * job; any other answer (a 4xx, or a 500, which nothing says would go
+ * differently) is thrown at once. One key per intent: `submit` takes the
+ * caller's key or makes one.
  */
 import { randomUUID } from 'node:crypto';
+import { HttpSender, isTerminal, OnceflowApiError, OnceflowUnavailableError, sleep, type HttpAnswer, type Problem, type Sleep } from '../../packages/client';
 import type { JobPageView, JobSummaryView, JobView } from '../api/schemas';
 import type { ListableStatus } from '../ledger/job-list';
+
+export { OnceflowApiError, OnceflowUnavailableError, type Problem };
 
 export type Job = JobView;
 export type JobSummary = JobSummaryView;
@@ -38,16 +43,6 @@ export interface Verification {
   evidence: Record<string, unknown>;
 }
 
-export interface Problem {
-  type: string;
-  title: string;
-  status: number;
-  detail: string;
-  errors?: Array<{ pointer: string; detail: string }>;
-  [extension: string]: unknown;
-}
-
-/** The API answered with a problem (RFC 9457) that retrying will not fix, or retries ran out on one. */
 /** A canary to start (POST /v1/routes/{operation}/canaries). */
 export interface NewCanary {
   version: string;
@@ -86,18 +81,6 @@ export interface RouteOperations {
   operations: Array<{ operation: string; baseline: string; serving: { version: string; canary: { version: string; sharePercent: number; expiresAt: string } | null }; versions: RouteVersion[] }>;
 }
 
-export class OnceflowApiError extends Error {
-  override name = 'OnceflowApiError';
-  constructor(readonly status: number, readonly problem: Problem) {
-    super(`${status} ${problem.title}: ${problem.detail}`);
-  }
-}
-
-/** Retries ran out; `cause` is the last failure. */
-export class OnceflowUnavailableError extends Error {
-  override name = 'OnceflowUnavailableError';
-}
-
 export interface ClientOptions {
   baseUrl: string;
   apiKey: string;
@@ -108,7 +91,7 @@ export interface ClientOptions {
   /** Upper bound of one backoff. Default 5000 ms. */
   maxBackoffMs?: number;
   fetch?: typeof fetch;
-  sleep?: (ms: number) => Promise<void>;
+  sleep?: Sleep;
 }
 
 export interface SubmitOptions {
@@ -127,20 +110,19 @@ export interface Submitted {
   replayed: boolean;
 }
 
-const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
-
-/** Statuses that say the same request may succeed later: a timeout, a limit, a gateway or a dependency away. */
-const RETRYABLE_STATUSES = new Set([408, 429, 502, 503, 504]);
-
 export class OnceflowClient {
-  private readonly fetch: typeof fetch;
-  private readonly sleep: (ms: number) => Promise<void>;
-  private readonly baseUrl: string;
+  private readonly sender: HttpSender;
+  private readonly sleep: Sleep;
 
-  constructor(private readonly options: ClientOptions) {
-    this.fetch = options.fetch ?? fetch;
-    this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
-    this.baseUrl = options.baseUrl.replace(/\/$/, '');
+  constructor(options: ClientOptions) {
+    this.sender = new HttpSender({
+      baseUrl: options.baseUrl,
+      apiKey: options.apiKey,
+      fetch: options.fetch,
+      sleep: options.sleep,
+      retry: { maxRetries: options.maxRetries, backoffMs: options.backoffMs, maxBackoffMs: options.maxBackoffMs },
+    });
+    this.sleep = options.sleep ?? sleep;
   }
 
   /**
@@ -152,19 +134,19 @@ export class OnceflowClient {
     const idempotencyKey = opts.idempotencyKey ?? randomUUID();
     const headers: Record<string, string> = { 'content-type': 'application/json', 'idempotency-key': idempotencyKey };
     if (opts.waitSeconds !== undefined) headers.prefer = `wait=${opts.waitSeconds}`;
-    const response = await this.request('POST', '/v1/jobs', headers, JSON.stringify({ operation, ...(opts.schemaVersion === undefined ? {} : { schemaVersion: opts.schemaVersion }), input }));
-    return { job: (await response.json()) as Job, idempotencyKey, replayed: response.headers.get('idempotent-replayed') === 'true' };
+    const answer = await this.request('POST', '/v1/jobs', headers, JSON.stringify({ operation, ...(opts.schemaVersion === undefined ? {} : { schemaVersion: opts.schemaVersion }), input }));
+    return { job: answer.body as Job, idempotencyKey, replayed: answer.headers.get('idempotent-replayed') === 'true' };
   }
 
   /** A job by id. @throws OnceflowApiError 404 when it is not the caller's. */
   async getJob(id: string): Promise<Job> {
-    return (await (await this.request('GET', `/v1/jobs/${encodeURIComponent(id)}`, {})).json()) as Job;
+    return (await this.request('GET', `/v1/jobs/${encodeURIComponent(id)}`, {})).body as Job;
   }
 
   /** The caller's job for a scope. @throws OnceflowApiError 404 when there is none. */
   async findJob(operation: string, idempotencyKey: string): Promise<Job> {
     const query = new URLSearchParams({ operation, idempotencyKey });
-    return (await (await this.request('GET', `/v1/jobs?${query}`, {})).json()) as Job;
+    return (await this.request('GET', `/v1/jobs?${query}`, {})).body as Job;
   }
 
   /**
@@ -174,14 +156,14 @@ export class OnceflowClient {
     const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
     for (;;) {
       const job = await this.getJob(id);
-      if (TERMINAL.has(job.status) || Date.now() >= deadline) return job;
+      if (isTerminal(job.status) || Date.now() >= deadline) return job;
       await this.sleep(Math.min(opts.pollMs ?? 500, Math.max(0, deadline - Date.now())));
     }
   }
 
   /** Cancels a job that is not terminal yet. */
   async cancel(id: string, reason?: string): Promise<Job> {
-    return (await (await this.request('POST', `/v1/jobs/${encodeURIComponent(id)}/cancel`, { 'content-type': 'application/json' }, JSON.stringify(reason ? { reason } : {}))).json()) as Job;
+    return (await this.request('POST', `/v1/jobs/${encodeURIComponent(id)}/cancel`, { 'content-type': 'application/json' }, JSON.stringify(reason ? { reason } : {}))).body as Job;
   }
 
   /** Operators: one page of jobs in a status, across principals, oldest first. */
@@ -191,7 +173,7 @@ export class OnceflowClient {
     if (query.operation !== undefined) params.set('operation', query.operation);
     if (query.limit !== undefined) params.set('limit', String(query.limit));
     if (query.cursor !== undefined) params.set('cursor', query.cursor);
-    return (await (await this.request('GET', `/v1/jobs?${params}`, {})).json()) as JobPage;
+    return (await this.request('GET', `/v1/jobs?${params}`, {})).body as JobPage;
   }
 
   /**
@@ -201,7 +183,7 @@ export class OnceflowClient {
    */
   async resolveAttempt(jobId: string, attemptId: string, resolution: { outcome: 'failed' | 'cancelled'; reason: string }): Promise<Job> {
     const path = `/v1/jobs/${encodeURIComponent(jobId)}/attempts/${encodeURIComponent(attemptId)}/resolution`;
-    return (await (await this.request('POST', path, { 'content-type': 'application/json' }, JSON.stringify(resolution), { once: true })).json()) as Job;
+    return (await this.request('POST', path, { 'content-type': 'application/json' }, JSON.stringify(resolution), { once: true })).body as Job;
   }
 
   /**
@@ -210,18 +192,18 @@ export class OnceflowClient {
    */
   async resolveEffect(jobId: string, name: string, resolution: { outcome: 'succeeded' | 'failed'; reason: string; receipt?: Record<string, unknown> }): Promise<Job> {
     const path = `/v1/jobs/${encodeURIComponent(jobId)}/effects/${encodeURIComponent(name)}/resolution`;
-    return (await (await this.request('POST', path, { 'content-type': 'application/json' }, JSON.stringify(resolution), { once: true })).json()) as Job;
+    return (await this.request('POST', path, { 'content-type': 'application/json' }, JSON.stringify(resolution), { once: true })).body as Job;
   }
 
   /** Operators: verifies providers against the output contracts now. @throws OnceflowApiError 404 when nothing matches the filter. */
   async verifyProviders(filter: { operation?: string; provider?: string } = {}): Promise<Verification[]> {
-    const response = await this.request('POST', '/v1/providers/verify', { 'content-type': 'application/json' }, JSON.stringify(filter), { once: true });
-    return ((await response.json()) as { verifications: Verification[] }).verifications;
+    const answer = await this.request('POST', '/v1/providers/verify', { 'content-type': 'application/json' }, JSON.stringify(filter), { once: true });
+    return (answer.body as { verifications: Verification[] }).verifications;
   }
 
   /** Operators: route versions per operation, what serves new jobs, and how each version did. */
   async listRoutes(): Promise<RouteOperations> {
-    return (await (await this.request('GET', '/v1/routes', {})).json()) as RouteOperations;
+    return (await this.request('GET', '/v1/routes', {})).body as RouteOperations;
   }
 
   /**
@@ -229,8 +211,8 @@ export class OnceflowClient {
    * @throws OnceflowApiError 400, 403, 404 (operation), 409 (a canary already running, the name taken, a step failing the gate).
    */
   async startCanary(operation: string, canary: NewCanary): Promise<RouteVersion> {
-    const response = await this.request('POST', `/v1/routes/${encodeURIComponent(operation)}/canaries`, { 'content-type': 'application/json' }, JSON.stringify(canary), { once: true });
-    return (await response.json()) as RouteVersion;
+    const answer = await this.request('POST', `/v1/routes/${encodeURIComponent(operation)}/canaries`, { 'content-type': 'application/json' }, JSON.stringify(canary), { once: true });
+    return answer.body as RouteVersion;
   }
 
   /**
@@ -239,39 +221,12 @@ export class OnceflowClient {
    */
   async changeCanary(operation: string, version: string, action: 'promote' | 'stop' | 'rollback', reason?: string): Promise<RouteVersion> {
     const path = `/v1/routes/${encodeURIComponent(operation)}/canaries/${encodeURIComponent(version)}/${action}`;
-    const response = await this.request('POST', path, { 'content-type': 'application/json' }, JSON.stringify(reason === undefined ? {} : { reason }), { once: true });
-    return (await response.json()) as RouteVersion;
+    const answer = await this.request('POST', path, { 'content-type': 'application/json' }, JSON.stringify(reason === undefined ? {} : { reason }), { once: true });
+    return answer.body as RouteVersion;
   }
 
-  private async request(method: string, path: string, headers: Record<string, string>, body?: string, opts: { once?: boolean } = {}): Promise<Response> {
-    const maxRetries = opts.once ? 0 : (this.options.maxRetries ?? 4);
-    let lastFailure: unknown;
-    for (let attempt = 0; attempt <= maxRetries; attempt++) {
-      let retryAfterMs: number | undefined;
-      try {
-        const response = await this.fetch(`${this.baseUrl}${path}`, {
-          method,
-          headers: { ...headers, authorization: `Bearer ${this.options.apiKey}` },
-          body,
-        });
-        if (response.ok) return response;
-        const problem = (await response.json().catch(() => ({ type: 'about:blank', title: response.statusText, status: response.status, detail: '' }))) as Problem;
-        const error = new OnceflowApiError(response.status, problem);
-        if (!RETRYABLE_STATUSES.has(response.status)) throw error;
-        lastFailure = error;
-        const retryAfter = Number(response.headers.get('retry-after'));
-        if (Number.isFinite(retryAfter) && retryAfter > 0) retryAfterMs = retryAfter * 1000;
-      } catch (err) {
-        if (err instanceof OnceflowApiError && !RETRYABLE_STATUSES.has(err.status)) throw err;
-        lastFailure = err;
-      }
-      if (attempt < maxRetries) await this.sleep(retryAfterMs ?? this.backoff(attempt));
-    }
-    throw new OnceflowUnavailableError(`${method} ${path} failed after ${maxRetries + 1} tries`, { cause: lastFailure });
-  }
-
-  private backoff(attempt: number): number {
-    const cap = Math.min(this.options.maxBackoffMs ?? 5_000, (this.options.backoffMs ?? 200) * 2 ** attempt);
-    return Math.floor(Math.random() * cap);
+  /** Through the shared sender: retried unless `once`. */
+  private request(method: string, path: string, headers: Record<string, string>, body?: string, opts: { once?: boolean } = {}): Promise<HttpAnswer> {
+    return this.sender.send(method, path, { headers, body, once: opts.once });
   }
 }

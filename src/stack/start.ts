@@ -18,6 +18,7 @@ import { serveMetrics } from '../metrics/server';
 import { dataDir, projectRoot } from '../paths';
 import { startEmbeddedPostgres } from './postgres';
 import { startApi } from '../api/start';
+import { mountDemo } from '../demo/mount';
 import { loadProviders } from '../providers/load';
 import { startWorker } from '../worker/start';
 import { verifyAtStart } from './verify-at-start';
@@ -141,13 +142,17 @@ async function start(stops: Stops, stopAll: () => Promise<void>, signal: AbortSi
   const worker = await startWorker(config, db, workerMetrics, loaded);
   stops.push({ name: 'the worker', stop: worker.close });
   step(worker);
-  const api = await startApi(config, db, createMetrics({ defaultMetrics: true }), loaded);
+  // The demo page exists here only, on the dev stack: `npm run api` never mounts it.
+  const api = await startApi(config, db, createMetrics({ defaultMetrics: true }), loaded, {
+    mount: (app) => mountDemo(app, { apiKey: demoKey, messagesUrl: sims.downstream.url }),
+  });
   stops.push({ name: 'the API', stop: api.close });
   step(api);
 
   log('ready');
   console.log(`
   API            ${api.url}   (docs: ${api.url}/docs)
+  Demo page      ${api.url}/demo
   Temporal UI    ${uiLine ?? config.temporal.uiUrl}
   Metrics        ${api.url}/metrics (API), ${workerMetricsServer.url} (worker)
 ${demoKey ? `  demo API key   ${demoKey}   (principal "demo"; printed once)\n  operator key   ${parseApiKeys(undefined, env.ONCEFLOW_OPERATOR_KEYS).operatorKeys[0]}\n` : ''}

@@ -19,6 +19,13 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
+/** Builds what the tests load (the client package) from the sources as they are now. */
+function rebuild(script: string | undefined): void {
+  if (!script) return;
+  const built = spawnSync('npm', ['run', '--silent', script], { cwd: root, encoding: 'utf8' });
+  if (built.status !== 0) throw new Error(`npm run ${script} failed:\n${built.stdout}${built.stderr}`);
+}
+
 let unprotected = 0;
 for (const guard of GUARDS.filter((g) => !filter || g.name.includes(filter))) {
   const file = path.join(root, guard.file);
@@ -32,9 +39,15 @@ for (const guard of GUARDS.filter((g) => !filter || g.name.includes(filter))) {
   writeFileSync(file, text.replace(guard.find, guard.replace));
   const args = ['jest', '--forceExit', ...guard.tests, ...(guard.testNamePattern ? ['-t', guard.testNamePattern] : [])];
   const started = Date.now();
-  // A guard whose absence makes a test hang (a sleep of an hour) is caught too: the tests did not pass.
-  const run = spawnSync('npx', args, { cwd: root, encoding: 'utf8', timeout: 240_000, killSignal: 'SIGKILL', env: { ...process.env, ONCEFLOW_TEST_LONG_WAIT_PASSES: '50' } });
-  writeFileSync(file, text);
+  let run: ReturnType<typeof spawnSync>;
+  try {
+    rebuild(guard.rebuild);
+    // A guard whose absence makes a test hang (a sleep of an hour) is caught too: the tests did not pass.
+    run = spawnSync('npx', args, { cwd: root, encoding: 'utf8', timeout: 240_000, killSignal: 'SIGKILL', env: { ...process.env, ONCEFLOW_TEST_LONG_WAIT_PASSES: '50' } });
+  } finally {
+    writeFileSync(file, text);
+    rebuild(guard.rebuild);
+  }
   const failed = run.status !== 0;
   const seconds = Math.round((Date.now() - started) / 1000);
   const how = run.status === null ? 'timed out' : `${seconds} s`;

@@ -54,6 +54,26 @@ describe('npm start with its own PostgreSQL and Temporal dev server', () => {
     expect(response.status).toBe(200);
   });
 
+  it('serves the demo page it prints, holding the demo key it issued, and the client package beside it', async () => {
+    // Arrange
+    const printed = (pattern: RegExp): string | undefined => stack.lines.map((line) => pattern.exec(line)?.[1]).find(Boolean);
+    const demoUrl = printed(/^\s+Demo page\s+(http:\S+)/);
+    const demoKey = printed(/^\s+demo API key\s+(\S+)/);
+
+    // Act
+    const page = await fetch(demoUrl!);
+    const config = await (await fetch(`${apiUrl()}/demo/config.json`)).json();
+    const clientModule = await fetch(`${apiUrl()}/demo/client/index.js`);
+
+    // Assert
+    expect(demoUrl).toBe(`${apiUrl()}/demo`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('Send reply');
+    expect(config).toEqual({ apiKey: demoKey });
+    expect(clientModule.headers.get('content-type')).toMatch(/^text\/javascript/);
+    expect(await clientModule.text()).toContain('IntentClient');
+  });
+
   it('serves no Temporal Web UI with TEMPORAL_UI=0', async () => {
     // Assert
     expect(await listening(ports.temporal)).toBe(true);
