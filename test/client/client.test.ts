@@ -84,12 +84,12 @@ describe('the typed client', () => {
     await expect(reuse).rejects.toBeInstanceOf(OnceflowApiError);
   });
 
-  it('does not retry a 500: an unexpected failure is not known to pass', async () => {
+  it('does not retry a 501: the server will never take the request', async () => {
     // Arrange
     let calls = 0;
     const failing: typeof fetch = async () => {
       calls++;
-      return new Response(JSON.stringify({ type: 'x', title: 'Internal error', status: 500, detail: 'bug' }), { status: 500 });
+      return new Response(JSON.stringify({ type: 'x', title: 'Not implemented', status: 501, detail: 'never' }), { status: 501 });
     };
     const client = new OnceflowClient({ baseUrl, apiKey: KEYS.alice, fetch: failing, sleep: noSleep });
 
@@ -97,11 +97,11 @@ describe('the typed client', () => {
     const result = client.submit('support.reply', input);
 
     // Assert
-    await expect(result).rejects.toMatchObject({ name: 'OnceflowApiError', status: 500 });
+    await expect(result).rejects.toMatchObject({ name: 'OnceflowApiError', status: 501 });
     expect(calls).toBe(1);
   });
 
-  it.each([408, 429, 502, 503, 504])('retries a %i with the same key', async (status) => {
+  it.each([408, 429, 500, 502, 503, 504])('retries a %i with the same key', async (status) => {
     // Arrange
     const keys: Array<string | null> = [];
     const flaky: typeof fetch = async (url, init) => {

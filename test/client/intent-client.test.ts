@@ -204,22 +204,22 @@ describe('the intent client: one key per intent', () => {
     expect(await jobsOf(ticket)).toEqual([job.id]);
   });
 
-  it('does not retry a 500 and gives up after maxRetries with the last failure', async () => {
+  it('does not retry a 501, retries a 500 on the same key, and gives up after maxRetries', async () => {
     // Arrange
     const failing = (status: number) => recordingFetch(async () => new Response(JSON.stringify({ type: 'x', title: 'x', status, detail: 'x' }), { status }));
+    const never = failing(501);
     const internal = failing(500);
-    const unavailable = failing(502);
 
     // Act
-    const once = client({ fetch: internal.fetch }).submit('support.reply', reply(newTicket()));
-    const retried = client({ fetch: unavailable.fetch, retry: { maxRetries: 2, backoffMs: 1 } }).submit('support.reply', reply(newTicket()));
+    const once = client({ fetch: never.fetch }).submit('support.reply', reply(newTicket()));
+    const retried = client({ fetch: internal.fetch, retry: { maxRetries: 2, backoffMs: 1 } }).submit('support.reply', reply(newTicket()));
 
     // Assert
-    await expect(once).rejects.toMatchObject({ status: 500 });
-    expect(internal.calls).toHaveLength(1);
+    await expect(once).rejects.toMatchObject({ status: 501 });
+    expect(never.calls).toHaveLength(1);
     await expect(retried).rejects.toBeInstanceOf(OnceflowUnavailableError);
-    expect(unavailable.calls).toHaveLength(3);
-    expect(new Set(unavailable.calls.map((call) => call.key)).size).toBe(1);
+    expect(internal.calls).toHaveLength(3);
+    expect(new Set(internal.calls.map((call) => call.key)).size).toBe(1);
   });
 
   it('reports each status the job enters, from accepted to terminal', async () => {

@@ -423,8 +423,8 @@ export const GUARDS: Guard[] = [
   {
     name: 'client: a 409 is never retried',
     file: 'packages/client/src/http-sender.ts',
-    find: 'new Set([408, 429, 502, 503, 504])',
-    replace: 'new Set([408, 409, 429, 502, 503, 504])',
+    find: 'return status === 408 || status === 429 ||',
+    replace: 'return status === 408 || status === 409 || status === 429 ||',
     tests: ['test/client/intent-client.test.ts', 'test/client/client.test.ts'],
     testNamePattern: '409',
     rebuild: 'build:client',

@@ -14,11 +14,14 @@ export interface RetryPolicy {
 export const DEFAULT_RETRY_POLICY: RetryPolicy = { maxRetries: 4, backoffMs: 200, maxBackoffMs: 5_000 };
 
 /**
- * Answers that say the same request may succeed later: a timeout, a limit, a
- * gateway or a dependency away. A 500 is not among them: nothing says a retry
- * would go differently, and a person clicking again still reuses the key.
+ * Answers after which the same request may succeed: a timeout (408), a limit
+ * (429) and a server's failure (5xx), retried on the same key, which makes a
+ * retry safe whatever the first request did. Not a 501 or a 505: the server
+ * says it will never take such a request.
  */
-export const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([408, 429, 502, 503, 504]);
+export function isRetryableStatus(status: number): boolean {
+  return status === 408 || status === 429 || (status >= 500 && status <= 599 && status !== 501 && status !== 505);
+}
 
 /** Waits `ms`; rejects with the signal's reason as soon as it aborts. */
 export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
@@ -90,7 +93,7 @@ export interface SendOptions {
 
 /**
  * Sends requests to the Onceflow API with retries: network failures, tries
- * that time out, and the RETRYABLE_STATUSES are retried with backoff and
+ * that time out, and the statuses isRetryableStatus names are retried with backoff and
  * jitter, honouring Retry-After; every other error answer is thrown at once.
  */
 export class HttpSender {
@@ -118,7 +121,7 @@ export class HttpSender {
 
   /**
    * Sends one request, retrying what may pass later.
-   * @throws OnceflowApiError for an error answer retrying will not fix (4xx but 408 and 429, 500, 501).
+   * @throws OnceflowApiError for an error answer retrying will not fix (4xx but 408 and 429, 501, 505).
    * @throws OnceflowUnavailableError when retries run out.
    * @throws the signal's reason when it aborts.
    */
@@ -132,7 +135,7 @@ export class HttpSender {
         const answer = await this.tryOnce(method, path, opts);
         if (answer.status >= 200 && answer.status < 300) return answer;
         const error = new OnceflowApiError(answer.status, problemOf(answer));
-        if (!RETRYABLE_STATUSES.has(answer.status)) throw error;
+        if (!isRetryableStatus(answer.status)) throw error;
         lastFailure = error;
         waitMs = retryAfterMs(answer.headers.get('retry-after'), this.now());
       } catch (err) {

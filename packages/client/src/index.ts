@@ -11,7 +11,7 @@ export { DigestMismatchError, OnceflowApiError, OnceflowUnavailableError } from 
 export {
   HttpSender,
   DEFAULT_RETRY_POLICY,
-  RETRYABLE_STATUSES,
+  isRetryableStatus,
   RequestTimeoutError,
   backoffDelayMs,
   retryAfterMs,
