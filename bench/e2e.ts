@@ -22,7 +22,7 @@ export interface System {
 
 const portOf = (url: string): string => new URL(url).port;
 
-/** Onceflow as production runs it: the API and one worker, two processes from dist/. */
+/** Onceflow as production runs it: the API and one worker, two processes from dist/, started as `npm run api` and `npm run worker` start them. */
 export async function startOnceflow(infra: Infra, env: NodeJS.ProcessEnv = {}): Promise<System & { env: NodeJS.ProcessEnv; services: { api: Service; worker: Service } }> {
   const databaseUrl = await infra.createDatabase(`onceflow_${randomUUID().slice(0, 8)}`);
   const common: NodeJS.ProcessEnv = {
@@ -42,8 +42,10 @@ export async function startOnceflow(infra: Infra, env: NodeJS.ProcessEnv = {}): 
   };
   // BENCH_PROFILE=<dir> writes a CPU profile of each process when it stops (open it in Chrome DevTools).
   const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-  const worker = await startService(process.execPath, [...profile, path.join(root, 'dist', 'worker', 'main.js')], common, /^worker: polling/);
-  const api = await startService(process.execPath, [...profile, path.join(root, 'dist', 'api', 'main.js')], common, /^api: listening on (\S+)/).catch(async (err: unknown) => {
+  // As `npm run worker` and `npm run api` start them: through scripts/node-service, with its memory settings.
+  const nodeService = path.join(root, 'scripts', 'node-service');
+  const worker = await startService(nodeService, [...profile, path.join(root, 'dist', 'worker', 'main.js')], { NODE: process.execPath, ...common }, /^worker: polling/);
+  const api = await startService(nodeService, [...profile, path.join(root, 'dist', 'api', 'main.js')], { NODE: process.execPath, ...common }, /^api: listening on (\S+)/).catch(async (err: unknown) => {
     await worker.stop();
     throw err;
   });
