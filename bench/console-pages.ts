@@ -32,7 +32,7 @@ const JOBS = Number(args.jobs);
 const RUNS = Number(args.runs);
 const OPERATOR_KEY = `bench-operator-${randomBytes(8).toString('hex')}`;
 
-/** Seeds the ledger as months of traffic would leave it, with triggers off for speed, then the documents terminal jobs carry. */
+/** Seeds the ledger as a week of traffic leaves it (rows in time order, as they arrive), with triggers off for speed, then the documents terminal jobs carry. */
 async function seed(db: Pool, jobs: number): Promise<void> {
   const client = await db.connect();
   try {
@@ -47,7 +47,7 @@ async function seed(db: Pool, jobs: number): Promise<void> {
               CASE WHEN s.status = 'failed' THEN '{"type": "attempts_exhausted", "detail": "every route step failed"}'::jsonb END,
               'job-' || s.operation || '-' || s.g, s.at, s.at + interval '2 seconds',
               CASE WHEN s.status IN ('succeeded', 'failed', 'cancelled') THEN s.at + interval '2 seconds' END
-         FROM (SELECT g, now() - random() * interval '7 days' AS at,
+         FROM (SELECT g, now() - interval '7 days' * ($1 - g) / $1 AS at,
                       (ARRAY['alice', 'alice', 'alice', 'bob', 'bob', 'carol'])[1 + g % 6] AS principal,
                       CASE WHEN g % 10 < 7 THEN 'support.reply' ELSE 'ticket.summarize' END AS operation,
                       CASE WHEN g % 100 < 90 THEN 'succeeded' WHEN g % 100 < 95 THEN 'failed' WHEN g % 100 < 97 THEN 'cancelled'

@@ -30,3 +30,10 @@ CREATE INDEX jobs_idempotency_key_idx ON jobs (idempotency_key);
 -- what these spare).
 CREATE INDEX jobs_principal_created_idx ON jobs (principal_id, created_at DESC, id DESC);
 CREATE INDEX jobs_operation_created_idx ON jobs (operation, created_at DESC, id DESC);
+
+-- The overview's windows (attempts started, effects claimed, jobs settled
+-- since an hour). Rows arrive in time order, so a block range index finds a
+-- window's pages at a tiny fraction of a B-tree's size and write cost.
+CREATE INDEX attempts_started_at_brin ON attempts USING brin (started_at);
+CREATE INDEX effects_created_at_brin ON effects USING brin (created_at);
+CREATE INDEX settlements_settled_at_brin ON settlements USING brin (settled_at);

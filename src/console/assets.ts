@@ -52,7 +52,7 @@ button.primary { background: var(--accent); color: #fff; border: 0; border-radiu
 .notice.error { background: #fdecea; border: 1px solid #f5c2bc; color: #7d1f15; }
 .notice.ok { background: #e8f6ee; border: 1px solid #b5e0c6; color: #145c32; }
 .grid2 { display: grid; grid-template-columns: repeat(auto-fit, minmax(420px, 1fr)); gap: 1rem; }
-svg.chart { width: 100%; height: auto; background: var(--card); }
+svg.chart { max-width: 100%; height: auto; background: var(--card); }
 svg.chart text { font: 11px system-ui, sans-serif; fill: #5b6574; }
 .legend { display: flex; flex-wrap: wrap; gap: .8rem; font-size: 12px; margin: .3rem 0; }
 .legend i { display: inline-block; width: .8rem; height: .8rem; border-radius: 2px; margin-right: .3rem; vertical-align: -1px; }

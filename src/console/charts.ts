@@ -35,14 +35,14 @@ export function legend(keys: string[]): Html {
 
 /** Columns of stacked bars (jobs per hour by status), with a y axis of round numbers. */
 export function stackedColumns(series: StackedSeries, options: { title: string; width?: number; height?: number }): Html {
-  const width = options.width ?? 720;
-  const height = options.height ?? 220;
+  const width = options.width ?? 1100;
+  const height = options.height ?? 240;
   const left = 44;
   const bottom = 22;
   const top = 8;
   const plotHeight = height - bottom - top;
   const totals = series.columns.map((_, i) => series.stacks.reduce((sum, stack) => sum + (stack.values[i] ?? 0), 0));
-  const max = niceMax(Math.max(1, ...totals));
+  const max = niceMax(Math.max(2, ...totals));
   const step = (width - left - 4) / Math.max(1, series.columns.length);
   const barWidth = Math.max(2, step * 0.78);
   const y = (value: number) => top + plotHeight - (value / max) * plotHeight;
@@ -63,7 +63,7 @@ export function stackedColumns(series: StackedSeries, options: { title: string; 
   const labels = series.columns.map((column, i) =>
     i % every === 0 ? html`<text x="${(left + i * step + step / 2).toFixed(1)}" y="${height - 6}" text-anchor="middle">${column}</text>` : html``,
   );
-  return html`<svg class="chart" viewBox="0 0 ${width} ${height}" role="img" aria-label="${options.title}">
+  return html`<svg class="chart" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" aria-label="${options.title}">
 ${ticks.map((tick) => html`<line x1="${left}" x2="${width - 4}" y1="${y(tick).toFixed(1)}" y2="${y(tick).toFixed(1)}" stroke="#e3e7ed"/><text x="${left - 6}" y="${(y(tick) + 4).toFixed(1)}" text-anchor="end">${formatCount(tick)}</text>`)}
 ${bars}
 ${labels}
@@ -85,9 +85,10 @@ export function horizontalBars(items: BarItem[], options: { title: string; width
   const labelWidth = 190;
   const row = 22;
   const height = items.length * row + 6;
-  const max = Math.max(1, ...items.map((item) => item.value));
-  const barSpace = width - labelWidth - 90;
-  return html`<svg class="chart" viewBox="0 0 ${width} ${height}" role="img" aria-label="${options.title}">
+  // Amounts may be fractions (a cost in dollars): the longest bar is the largest value, whatever its size.
+  const max = Math.max(Number.MIN_VALUE, ...items.map((item) => item.value));
+  const barSpace = width - labelWidth - 140;
+  return html`<svg class="chart" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" aria-label="${options.title}">
 ${items.map((item, i) => {
   const barWidth = Math.max(1, (item.value / max) * barSpace);
   const yTop = 4 + i * row;
@@ -96,10 +97,10 @@ ${items.map((item, i) => {
 </svg>`;
 }
 
-/** The smallest of 1, 2, 2.5, 5 × 10^n at or above the value: an axis that ends on a round number. */
+/** The smallest of 1, 2, 4, 5 × 10^n at or above the value: an axis that ends on a round number whose half is one too (counts from 2 up). */
 function niceMax(value: number): number {
   const power = 10 ** Math.floor(Math.log10(value));
-  for (const factor of [1, 2, 2.5, 5, 10]) if (factor * power >= value) return factor * power;
+  for (const factor of [1, 2, 4, 5, 10]) if (factor * power >= value) return factor * power;
   return 10 * power;
 }
 

@@ -58,7 +58,7 @@ interface AwaitingRow {
 /**
  * Jobs in awaiting_resolution, oldest first, each with its unknown attempt.
  * Read through jobs_status_created_idx (status, created_at, id); the attempt
- * through attempts_seq_unique (job_id, seq), the wait through
+ * through attempts_one_live_per_lane (live attempts only), the wait through
  * job_events_job_id_idx: a page costs its own rows, whatever the table holds.
  */
 export async function awaitingJobs(db: Queryable, limit: number): Promise<AwaitingJob[]> {

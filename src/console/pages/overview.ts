@@ -55,7 +55,7 @@ export function overviewPage(data: OverviewData, signedIn: SignedIn): string {
 <section class="card" id="chart-cost">
   <h2>Cost by operation <span class="muted">(settled jobs: what the providers cost; billable under each job's policy)</span></h2>
   ${horizontalBars(
-    data.costs.map((row) => ({ label: `${row.operation}${row.currency ? ` (${row.currency})` : ''}`, value: Number(row.providerCost), text: `${row.providerCost} ${row.currency ?? ''} · billable ${row.billable} · ${row.jobs} jobs`, colourKey: 'running' })),
+    data.costs.map((row) => ({ label: `${row.operation}${row.currency ? ` (${row.currency})` : ''}`, value: Number(row.providerCost), text: `${row.providerCost} ${row.currency ?? ''}`, colourKey: 'running' })),
     { title: 'Cost by operation', width: 720 },
   )}
   ${data.costs.length > 0 ? html`<table><thead><tr><th>Operation</th><th>Currency</th><th class="num">Jobs</th><th class="num">Input tokens</th><th class="num">Output tokens</th><th class="num">Provider cost</th><th class="num">Billable</th></tr></thead><tbody>
