@@ -45,13 +45,18 @@ describe('the console in a browser', () => {
   it('refuses a tenant key: no session cookie, and no page opens', async () => {
     // Arrange
     const { context, page } = await freshPage();
+    const sessions = async () => Number((await stack.db.pool.query('SELECT count(*) FROM console_sessions')).rows[0].count);
+    const before = await sessions();
 
     // Act
     await signInAs(page, KEYS.alice);
+    const refusal = await page.textContent('[role=alert]');
     const cookies = await context.cookies();
     await page.goto(`${base}/console/attention`);
 
     // Assert
+    expect(refusal).toContain('This is a tenant key');
+    expect(await sessions()).toBe(before);
     expect(cookies.map((cookie) => cookie.name)).not.toContain('onceflow_console');
     expect(page.url()).toBe(`${base}/console/sign-in`);
     expect(await page.textContent('h1')).toBe('Sign in');
