@@ -419,4 +419,20 @@ export const GUARDS: Guard[] = [
     tests: ['test/console/auth.test.ts'],
     testNamePattern: 'escapes what tenants wrote',
   },
+  {
+    name: 'console: jobs awaiting resolution are listed oldest first',
+    file: 'src/ledger/attention.ts',
+    find: '      ORDER BY j.created_at, j.id\n',
+    replace: '      ORDER BY j.created_at DESC, j.id DESC\n',
+    tests: ['test/console/pages.test.ts'],
+    testNamePattern: 'oldest first',
+  },
+  {
+    name: "console: a search's next page starts after the last job shown",
+    file: 'src/ledger/job-search.ts',
+    find: '(j.created_at, j.id) < (',
+    replace: '(j.created_at, j.id) <= (',
+    tests: ['test/console/pages.test.ts'],
+    testNamePattern: 'pages through a search',
+  },
 ];
