@@ -89,6 +89,7 @@ describe('the console in a browser', () => {
     // The page refreshes itself while the job is not terminal.
     await page.waitForSelector('h1 .status.succeeded', { timeout: 30_000 });
     await page.screenshot({ path: screenshotPath('console-job-story'), fullPage: true });
+    await page.screenshot({ path: screenshotPath('console-job-story-top') });
 
     // Assert 2: the timeline, the audit trail, and the API agree.
     const attempts = page.locator('ol.timeline > li');

@@ -45,10 +45,11 @@ ${notice && NOTICES[notice] ? html`<div class="notice ok" role="status">${NOTICE
     ${view.run > 1 ? html`<dt>Run</dt><dd>${view.run}</dd>` : ''}
     <dt>Workflow</dt><dd><a href="${view.links.temporalUi}" rel="noopener noreferrer" target="_blank">${view.workflowId}</a> <span class="muted">(Temporal UI)</span></dd>
   </dl>
-  <h3>Input</h3>
-  <pre>${jsonText(story.input)}</pre>
-  ${view.status === 'succeeded' ? html`<h3>Result</h3><pre>${jsonText(view.result)}</pre>` : ''}
-  ${view.error ? html`<h3>Error</h3><pre>${jsonText(view.error)}</pre>` : ''}
+  <div class="grid2">
+    <div><h3>Input</h3><pre>${jsonText(story.input)}</pre></div>
+    ${view.status === 'succeeded' ? html`<div><h3>Result</h3><pre>${jsonText(view.result)}</pre></div>` : ''}
+    ${view.error ? html`<div><h3>Error</h3><pre>${jsonText(view.error)}</pre></div>` : ''}
+  </div>
 </section>
 
 <section class="card" aria-labelledby="attempts">
