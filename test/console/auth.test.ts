@@ -13,8 +13,8 @@ import { csrfOf, FORM, form, HTML, postSignIn, setCookies, signIn } from './cons
 describe('the console: sign-in, sessions and CSRF', () => {
   let stack: TestStack;
   beforeAll(async () => {
-    // Behind a proxy that says which requests came over TLS (X-Forwarded-Proto).
-    stack = await startTestStack({ worker: false, env: { ONCEFLOW_API_TRUST_PROXY: 'true' } });
+    // Behind a proxy that says which requests came over TLS (X-Forwarded-Proto) and from where (X-Forwarded-For).
+    stack = await startTestStack({ worker: false, env: { ONCEFLOW_API_TRUST_PROXY: 'true', ONCEFLOW_AUTH_FAILURES_PER_WINDOW: '5' } });
   });
   afterAll(() => stack.close());
 
@@ -79,6 +79,22 @@ describe('the console: sign-in, sessions and CSRF', () => {
     expect(response.statusCode).toBe(401);
     expect(response.json().type).toMatch(/\/unauthorized$/);
     expect(setCookies(response).has('onceflow_console')).toBe(false);
+  });
+
+  it('refuses an address that sent too many wrong keys, even with the right key, until its window ends; other addresses sign in', async () => {
+    // Arrange: five wrong keys (the window's limit here) from one address.
+    const from = (address: string) => ({ 'x-forwarded-for': address, accept: 'application/json' });
+    for (let i = 0; i < 5; i++) expect((await postSignIn(stack.app, `wrong-${i}`, from('10.9.9.9'))).statusCode).toBe(401);
+
+    // Act
+    const throttled = await postSignIn(stack.app, KEYS.operator, from('10.9.9.9'));
+    const elsewhere = await postSignIn(stack.app, KEYS.operator, from('10.9.9.10'));
+
+    // Assert
+    expect(throttled.statusCode).toBe(429);
+    expect(Number(throttled.headers['retry-after'])).toBeGreaterThan(0);
+    expect(setCookies(throttled).has('onceflow_console')).toBe(false);
+    expect(elsewhere.statusCode).toBe(303);
   });
 
   it('refuses a sign-in without its token, or with a token that is not its cookie', async () => {
@@ -150,6 +166,9 @@ describe('the console: sign-in, sessions and CSRF', () => {
     const resolved = (await getAttempt(stack.db.pool, attemptId))!;
     expect(resolved.status).toBe('failed');
     expect(resolved.resolution).toMatchObject({ outcome: 'failed', reason: 'checked the provider', by: expect.stringMatching(/^operator:[0-9a-f]{8}$/) });
+    // The API's own operator command ran: its counter moved, as for POST /v1/jobs/{id}/attempts/{attemptId}/resolution.
+    const counted = (await stack.metrics.attemptsResolved.get()).values.find((value) => value.labels.via === 'operator' && value.labels.outcome === 'failed');
+    expect(counted?.value).toBeGreaterThanOrEqual(1);
   });
 
   it('accepts the CSRF token in the X-CSRF-Token header, and refuses a resolution without a reason', async () => {

@@ -3,7 +3,7 @@ import { openAttempt } from '../../src/ledger/attempts';
 import { claimEffect } from '../../src/ledger/effects';
 import { jobWithWinner } from '../harness/effect-jobs';
 import { auth, KEYS, startTestStack, submitReply, type TestStack } from '../harness/stack';
-import { HTML, signIn } from './console-http';
+import { form, FORM, HTML, signIn } from './console-http';
 
 /** What each console page shows, read from the ledger the API writes. */
 describe('the console pages', () => {
@@ -76,6 +76,32 @@ describe('the console pages', () => {
     expect(page.body).toMatch(/<span class="mono">worker-7<\/span>, expires in \d+ (s|min)/);
     expect(page.body).toContain(`onceflow-${jobId}-message.send`);
     expect(page.body).toContain('/namespaces/');
+  });
+
+  it('settles an effect in review from its form as the signed-in operator, and refuses a receipt that is not an object of plain values', async () => {
+    // Arrange
+    const { jobId } = await jobWithWinner(stack.db.pool, 'hello');
+    await claimEffect(stack.db.pool, { jobId, name: 'message.send', owner: 'test', leaseMs: 60_000 });
+    await stack.db.pool.query(`UPDATE effects SET status = 'needs_review', settled_at = now() WHERE job_id = $1`, [jobId]);
+    const session = await signIn(stack.app, KEYS.operator);
+    const settle = (fields: Record<string, string>) =>
+      stack.app.inject({ method: 'POST', url: `/console/jobs/${jobId}/effects/message.send/resolution`, headers: { ...FORM, cookie: session.cookie }, payload: form({ _csrf: session.csrf, ...fields }) });
+    const formPage = await get(`/console/jobs/${jobId}`);
+
+    // Act
+    const notAnObject = await settle({ outcome: 'succeeded', reason: 'found it', receipt: '["m-1"]' });
+    const nested = await settle({ outcome: 'succeeded', reason: 'found it', receipt: '{"message": {"id": "m-1"}}' });
+    const settled = await settle({ outcome: 'succeeded', reason: 'found it in the outbox', receipt: '{"messageId": "m-by-hand"}' });
+    const again = await settle({ outcome: 'failed', reason: 'twice' });
+
+    // Assert
+    expect(formPage.body).toContain(`action="/console/jobs/${jobId}/effects/message.send/resolution"`);
+    expect([notAnObject.statusCode, nested.statusCode]).toEqual([400, 400]);
+    expect(notAnObject.json().errors[0].pointer).toBe('/receipt');
+    expect(settled.statusCode).toBe(303);
+    expect(again.statusCode).toBe(409);
+    const effect = (await stack.db.pool.query('SELECT status, receipt, resolution FROM effects WHERE job_id = $1', [jobId])).rows[0];
+    expect(effect).toMatchObject({ status: 'succeeded', receipt: { messageId: 'm-by-hand' }, resolution: { outcome: 'succeeded', reason: 'found it in the outbox', by: expect.stringMatching(/^operator:[0-9a-f]{8}$/) } });
   });
 
   it('answers a job id that does not exist with a 404 page, and one that is not an id too', async () => {
