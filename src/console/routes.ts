@@ -23,6 +23,7 @@ import { searchJobs, searchNamesSomething } from '../ledger/job-search';
 import { getJobInput } from '../ledger/jobs';
 import { attemptsByOutcome, costByOperation, effectsByStatus, jobsPerHour } from '../ledger/overview';
 import { ASSET_PATHS, CONSOLE_CSS, CONSOLE_JS } from './assets';
+import { choiceField, formOf, invalidField, parseForm, receiptField, requiredField } from './forms';
 import type { SignedIn } from './layout';
 import { attentionPage } from './pages/attention';
 import { jobStoryPage } from './pages/job-story';
@@ -64,8 +65,6 @@ export interface ConsoleDeps {
   routing: RouteChooser;
 }
 
-type Form = Record<string, string>;
-
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const FORM_LIMIT_BYTES = 64 * 1024;
 const PAGE_SIZE = 50;
@@ -86,59 +85,6 @@ const SECURITY_HEADERS = {
 
 /** A browser navigating or posting a form asks for HTML; anything else gets problem+json. */
 const wantsHtml = (request: FastifyRequest): boolean => (request.headers.accept ?? '').includes('text/html');
-
-/** A form body: each field's first value, on an object with no prototype. */
-function parseForm(text: string): Form {
-  const form = Object.create(null) as Form;
-  for (const [name, value] of new URLSearchParams(text)) if (!(name in form)) form[name] = value;
-  return form;
-}
-
-const formOf = (request: FastifyRequest): Form => (request.body && typeof request.body === 'object' ? (request.body as Form) : (Object.create(null) as Form));
-
-/** A required text field, trimmed. @throws ProblemError 400 naming the field. */
-function requiredField(form: Form, name: string, maxLength: number): string {
-  const value = typeof form[name] === 'string' ? form[name]!.trim() : '';
-  if (value === '') throw invalidField(name, 'is required');
-  if (value.length > maxLength) throw invalidField(name, `must be at most ${maxLength} characters`);
-  return value;
-}
-
-/** A field that must be one of the values given. @throws ProblemError 400. */
-function choiceField<T extends string>(form: Form, name: string, choices: readonly T[]): T {
-  const value = form[name];
-  if (!choices.includes(value as T)) throw invalidField(name, `must be one of ${choices.join(', ')}`);
-  return value as T;
-}
-
-function invalidField(name: string, detail: string): ProblemError {
-  return new ProblemError(400, ProblemType.validation, 'Invalid form', `${name} ${detail}`, { errors: [{ pointer: `/${name}`, detail }] });
-}
-
-/**
- * A receipt typed in the settle form: empty, or a JSON object of up to 32
- * names to strings, numbers, booleans or null (what the API's resolution
- * route accepts). @throws ProblemError 400.
- */
-function receiptField(form: Form): Record<string, unknown> | undefined {
-  const text = (form.receipt ?? '').trim();
-  if (text === '') return undefined;
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw invalidField('receipt', 'is not JSON: write an object such as {"messageId": "m-1"}');
-  }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw invalidField('receipt', 'must be a JSON object');
-  const entries = Object.entries(value as Record<string, unknown>);
-  if (entries.length > 32) throw invalidField('receipt', 'has more than 32 names');
-  for (const [name, item] of entries) {
-    if (name === '' || name.length > 128 || name === '__proto__') throw invalidField('receipt', `has a name that is not accepted: ${JSON.stringify(name)}`);
-    const scalar = item === null || typeof item === 'number' || typeof item === 'boolean' || (typeof item === 'string' && item.length <= 2000);
-    if (!scalar) throw invalidField('receipt', `${name} must be a string (at most 2000 characters), a number, a boolean or null`);
-  }
-  return value as Record<string, unknown>;
-}
 
 /**
  * The operator console under /console: server-rendered pages for operator
