@@ -83,6 +83,16 @@ const SECURITY_HEADERS = {
   'referrer-policy': 'same-origin',
 };
 
+/**
+ * Where to go after signing in: a console page of this origin, never
+ * another site (a path under /console/, without a scheme, host or
+ * backslash); undefined for anything else, and for the console's root.
+ */
+export function consolePage(path: string | undefined): string | undefined {
+  if (!path || !/^\/console\/[^\\\s]*$/.test(path) || path.includes('//')) return undefined;
+  return path.startsWith('/console/sign-') ? undefined : path;
+}
+
 /** A browser navigating or posting a form asks for HTML; anything else gets problem+json. */
 const wantsHtml = (request: FastifyRequest): boolean => (request.headers.accept ?? '').includes('text/html');
 
@@ -136,16 +146,17 @@ export async function registerConsole(app: FastifyInstance, deps: ApiDeps, conso
       });
 
       /** The sign-in form with a fresh double-submit token (its cookie and its hidden field). */
-      const sendSignIn = (request: FastifyRequest, reply: FastifyReply, status: number, problem?: string) => {
+      const sendSignIn = (request: FastifyRequest, reply: FastifyReply, status: number, next: string | undefined, problem?: string) => {
         const formToken = newToken();
         setSignInCookie(request, reply, formToken);
-        return reply.status(status).type('text/html; charset=utf-8').send(signInPage(formToken, problem));
+        return reply.status(status).type('text/html; charset=utf-8').send(signInPage(formToken, next, problem));
       };
 
-      scope.get('/sign-in', HIDDEN, async (request, reply) => sendSignIn(request, reply, 200));
+      scope.get('/sign-in', HIDDEN, async (request, reply) => sendSignIn(request, reply, 200, consolePage((request.query as { next?: string }).next)));
 
       scope.post('/sign-in', HIDDEN, async (request, reply) => {
         const form = formOf(request);
+        const next = consolePage(form.next);
         const cookieToken = readCookies(request).get(SIGN_IN_COOKIE);
         const formToken = form[CSRF_FIELD];
         // Signing in changes state too: the form's token must match the cookie set with it (double submit).
@@ -155,7 +166,7 @@ export async function registerConsole(app: FastifyInstance, deps: ApiDeps, conso
             ? new ProblemError(403, ProblemType.csrfTokenInvalid, 'CSRF token invalid', 'the sign-in token of the form does not match its cookie; open the sign-in page again')
             : undefined;
         if (refusal) {
-          if (wantsHtml(request)) return sendSignIn(request, reply, refusal.status, `${refusal.title}: ${refusal.message}.`);
+          if (wantsHtml(request)) return sendSignIn(request, reply, refusal.status, next, `${refusal.title}: ${refusal.message}.`);
           throw refusal;
         }
         const refusedForMs = throttle.refusedForMs(request.ip);
@@ -170,12 +181,12 @@ export async function registerConsole(app: FastifyInstance, deps: ApiDeps, conso
         } catch (err) {
           if (!(err instanceof ProblemError) || err.status !== 401) throw err;
           throttle.fail(request.ip);
-          if (wantsHtml(request)) return sendSignIn(request, reply, 401, 'That key is not valid.');
+          if (wantsHtml(request)) return sendSignIn(request, reply, 401, next, 'That key is not valid.');
           throw new ProblemError(401, ProblemType.unauthorized, 'Unauthorized', 'the key is not valid');
         }
         // A tenant key gets nothing from the console: not a session, not a page.
         if (!principal.operator) {
-          if (wantsHtml(request)) return sendSignIn(request, reply, 403, 'This is a tenant key. The console is for operator keys only.');
+          if (wantsHtml(request)) return sendSignIn(request, reply, 403, next, 'This is a tenant key. The console is for operator keys only.');
           throw new ProblemError(403, ProblemType.forbidden, 'Forbidden', 'the console is for operator keys; a tenant key gets no session');
         }
         const keySha256 = sha256(key);
@@ -190,7 +201,7 @@ export async function registerConsole(app: FastifyInstance, deps: ApiDeps, conso
         });
         clearCookie(request, reply, SIGN_IN_COOKIE);
         setSessionCookie(request, reply, token);
-        return reply.redirect('/console/attention', 303);
+        return reply.redirect(next ?? '/console/attention', 303);
       });
 
       // Everything below needs a session, and every POST its CSRF token.
@@ -203,7 +214,10 @@ export async function registerConsole(app: FastifyInstance, deps: ApiDeps, conso
           const keyLive = session ? (session.apiKeyId !== null ? session.apiKeyLive : keyRing.isOperatorKeyDigest(session.keySha256)) : false;
           if (!session || !tokenSha256 || !keyLive) {
             if (token) clearCookie(request, reply, SESSION_COOKIE);
-            if (request.method === 'GET' && wantsHtml(request)) return reply.redirect('/console/sign-in', 303);
+            if (request.method === 'GET' && wantsHtml(request)) {
+              const next = consolePage(request.url);
+              return reply.redirect(next ? `/console/sign-in?${new URLSearchParams({ next })}` : '/console/sign-in', 303);
+            }
             throw new ProblemError(401, ProblemType.unauthorized, 'Sign in first', 'the console needs an operator session: sign in at /console/sign-in with an operator key');
           }
           request.consoleSignIn = { principal: { id: OPERATOR_PRINCIPAL, operator: true, label: session.operator }, csrfToken: session.csrfToken, tokenSha256 };

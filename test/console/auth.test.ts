@@ -97,6 +97,30 @@ describe('the console: sign-in, sessions and CSRF', () => {
     expect(elsewhere.statusCode).toBe(303);
   });
 
+  it('goes back after sign-in to the console page that asked for it, and never to another site', async () => {
+    // Arrange
+    const signInWith = async (next: string) => {
+      const signInPage = await stack.app.inject({ method: 'GET', url: `/console/sign-in?${new URLSearchParams({ next })}`, headers: HTML });
+      const token = setCookies(signInPage).get('onceflow_console_sign_in')!.value;
+      return {
+        page: signInPage.body,
+        answer: await stack.app.inject({ method: 'POST', url: '/console/sign-in', headers: { ...HTML, ...FORM, cookie: `onceflow_console_sign_in=${token}` }, payload: form({ _csrf: token, key: KEYS.operator, next }) }),
+      };
+    };
+
+    // Act
+    const search = await signInWith('/console/search?principal=alice&status=failed');
+    const elsewhere = await Promise.all(['https://evil.example/console/', '//evil.example/x', '/console//evil.example', '/console/\\evil.example', '/v1/jobs'].map(signInWith));
+
+    // Assert
+    expect(search.page).toContain('name="next" value="/console/search?principal=alice&amp;status=failed"');
+    expect(search.answer.headers.location).toBe('/console/search?principal=alice&status=failed');
+    for (const { page, answer } of elsewhere) {
+      expect(page).not.toContain('name="next"');
+      expect(answer.headers.location).toBe('/console/attention');
+    }
+  });
+
   it('refuses a sign-in without its token, or with a token that is not its cookie', async () => {
     // Arrange
     const signInPage = await stack.app.inject({ method: 'GET', url: '/console/sign-in', headers: HTML });
@@ -129,7 +153,8 @@ describe('the console: sign-in, sessions and CSRF', () => {
       const api = await stack.app.inject({ method: 'GET', url });
 
       // Assert
-      expect([url, navigation.statusCode, navigation.headers.location]).toEqual([url, 303, '/console/sign-in']);
+      const signInAt = url === '/console' ? '/console/sign-in' : `/console/sign-in?next=${encodeURIComponent(url)}`;
+      expect([url, navigation.statusCode, navigation.headers.location]).toEqual([url, 303, signInAt]);
       expect([url, forged.statusCode]).toEqual([url, 303]);
       expect([url, api.statusCode]).toEqual([url, 401]);
       expect(api.headers['content-type']).toMatch(/^application\/problem\+json/);
@@ -206,7 +231,7 @@ describe('the console: sign-in, sessions and CSRF', () => {
     expect(signOut.statusCode).toBe(303);
     expect(setCookies(signOut).get('onceflow_console')?.attributes).toContain('Max-Age=0');
     expect(after.statusCode).toBe(303);
-    expect(after.headers.location).toBe('/console/sign-in');
+    expect(after.headers.location).toBe('/console/sign-in?next=%2Fconsole%2Fattention');
   });
 
   it("ends a database operator key's sessions when the key is revoked", async () => {
@@ -223,7 +248,7 @@ describe('the console: sign-in, sessions and CSRF', () => {
     expect(before.statusCode).toBe(200);
     expect(before.body).toContain(`operator:olga/${record.id}`);
     expect(after.statusCode).toBe(303);
-    expect(after.headers.location).toBe('/console/sign-in');
+    expect(after.headers.location).toBe('/console/sign-in?next=%2Fconsole%2Fattention');
   });
 
   it('sends every page with a Content-Security-Policy that allows only its own scripts and styles, and no framing', async () => {

@@ -58,7 +58,7 @@ describe('the console in a browser', () => {
     expect(refusal).toContain('This is a tenant key');
     expect(await sessions()).toBe(before);
     expect(cookies.map((cookie) => cookie.name)).not.toContain('onceflow_console');
-    expect(page.url()).toBe(`${base}/console/sign-in`);
+    expect(page.url()).toBe(`${base}/console/sign-in?next=%2Fconsole%2Fattention`);
     expect(await page.textContent('h1')).toBe('Sign in');
     await context.close();
   });
@@ -181,7 +181,7 @@ describe('the console in a browser', () => {
     await Promise.all([page.waitForNavigation(), page.click('header form[action="/console/sign-out"] button')]);
     expect(page.url()).toBe(`${base}/console/sign-in`);
     await page.goto(`${base}/console/attention`);
-    expect(page.url()).toBe(`${base}/console/sign-in`);
+    expect(page.url()).toBe(`${base}/console/sign-in?next=%2Fconsole%2Fattention`);
     await context.close();
   }, 60_000);
 });

@@ -451,4 +451,12 @@ export const GUARDS: Guard[] = [
     tests: ['test/console/auth.test.ts'],
     testNamePattern: 'too many wrong keys',
   },
+  {
+    name: 'console: after sign-in, only a console page of this origin',
+    file: 'src/console/routes.ts',
+    find: "if (!path || !/^\\/console\\/[^\\\\\\s]*$/.test(path) || path.includes('//')) return undefined;",
+    replace: 'if (!path) return undefined;',
+    tests: ['test/console/auth.test.ts'],
+    testNamePattern: 'never to another site',
+  },
 ];
