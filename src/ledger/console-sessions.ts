@@ -34,12 +34,12 @@ export async function openConsoleSession(
   );
 }
 
-/** The unexpired session of a token's digest (one primary-key read), or undefined. */
+/** The unexpired session of a token's digest, and whether its database key still stands (two primary-key reads), or undefined. */
 export async function findConsoleSession(db: Queryable, tokenSha256: Buffer): Promise<ConsoleSession | undefined> {
   const { rows } = await db.query<SessionRow>(
     `SELECT s.operator, s.key_sha256, s.api_key_id, s.csrf_token, s.expires_at,
-            (s.api_key_id IS NULL OR (k.id IS NOT NULL AND k.revoked_at IS NULL)) AS api_key_live
-       FROM console_sessions s LEFT JOIN api_keys k ON k.id = s.api_key_id
+            (s.api_key_id IS NULL OR EXISTS (SELECT 1 FROM api_keys k WHERE k.id = s.api_key_id AND k.revoked_at IS NULL)) AS api_key_live
+       FROM console_sessions s
       WHERE s.token_sha256 = $1 AND s.expires_at > now()`,
     [tokenSha256],
   );

@@ -459,4 +459,20 @@ export const GUARDS: Guard[] = [
     tests: ['test/console/auth.test.ts'],
     testNamePattern: 'never to another site',
   },
+  {
+    name: 'console: a search by idempotency key has its index',
+    file: 'migrations/0016_console.sql',
+    find: 'CREATE INDEX jobs_idempotency_key_idx ON jobs (idempotency_key);\n',
+    replace: '',
+    tests: ['test/console/indexes.test.ts'],
+    testNamePattern: 'page 6',
+  },
+  {
+    name: "console: a principal's jobs have their index in time order",
+    file: 'migrations/0016_console.sql',
+    find: 'CREATE INDEX jobs_principal_created_idx ON jobs (principal_id, created_at DESC, id DESC);\n',
+    replace: '',
+    tests: ['test/console/indexes.test.ts'],
+    testNamePattern: 'page 7',
+  },
 ];
