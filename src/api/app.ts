@@ -12,6 +12,7 @@ import { ProblemError, ProblemType } from './problems';
 import { JobPageSchema, JobSchema, ProblemSchema } from './schemas';
 import { ALWAYS_POSSIBLE, finishDocument, problemResponse } from './openapi';
 import { registerServiceRoutes } from './service-routes';
+import { registerConsole } from '../console/routes';
 import { registerUsageRoutes } from './usage-routes';
 import { installEdgeGuards } from './edge-guards';
 import { AuthThrottle } from './auth-throttle';
@@ -190,5 +191,6 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
     await registerRouteVersionRoutes(v1, deps, routing);
   }, { prefix: '/v1' });
   await registerServiceRoutes(app, deps);
+  await registerConsole(app, deps, { keyRing, throttle, routing });
   return app;
 }

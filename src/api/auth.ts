@@ -59,6 +59,19 @@ export class KeyRing {
     return found ?? this.authenticateStored(match[1]);
   }
 
+  /**
+   * Whether an environment operator key has this SHA-256: a console session
+   * opened with such a key lasts only while the key is still configured.
+   * Every entry is compared, as in authenticate.
+   */
+  isOperatorKeyDigest(digest: Buffer): boolean {
+    let found = false;
+    for (const entry of this.entries) {
+      if (timingSafeEqual(entry.digest, digest) && entry.principal.operator) found = true;
+    }
+    return found;
+  }
+
   private async authenticateStored(key: string): Promise<Principal> {
     const databaseKey = parseKey(key);
     const found = databaseKey && this.databaseKeys ? await this.databaseKeys.authenticate(databaseKey) : undefined;

@@ -13,9 +13,8 @@ import { decodeCursor, encodeCursor } from './list-cursor';
 import { refuseDuplicateHeader } from './edge-guards';
 import { effectiveDeadline, parseRequestDeadline, refusePastDeadline } from './request-deadline';
 import { notFound, ProblemError, ProblemType } from './problems';
-import { AttemptNotFoundError, AttemptNotUnknownError, resolveAttempt } from '../ledger/attempts';
 import { cancelJob } from '../ledger/jobs';
-import { EffectNotFoundError, EffectNotInReviewError, resolveEffect } from '../ledger/effects';
+import { resolveAttemptAsOperator, resolveEffectAsOperator } from './operator-commands';
 import { jobChangedSignal } from '../temporal/contract';
 import { countJobAdmitted } from '../metrics/job-outcomes';
 import { afterJobEnded } from '../canary/job-ended';
@@ -348,14 +347,6 @@ export async function registerJobCommandRoutes(app: FastifyInstance, deps: ApiDe
     }
   }
 
-  /** The job an operator acts on. @throws ProblemError 403 for a non-operator, 404 for no such job. */
-  async function jobForOperator(principal: Principal, jobId: string, what: string): Promise<JobDetails> {
-    if (!principal.operator) throw new ProblemError(403, ProblemType.forbidden, 'Forbidden', `only operators may resolve ${what}s`);
-    const details = UUID.test(jobId) ? await loadJobDetailsById(db, jobId) : undefined;
-    if (!details) throw notFound(what);
-    return details;
-  }
-
   /** After a command: wake the workflow, answer with the job as it is now. */
   async function wakeAndRender(details: JobDetails, log: FastifyInstance['log']) {
     await wake(details.job.workflowId, log);
@@ -377,20 +368,9 @@ export async function registerJobCommandRoutes(app: FastifyInstance, deps: ApiDe
       },
     },
     async (request) => {
-      const principal = request.principal!;
-      const details = await jobForOperator(principal, request.params.id, 'attempt');
-      if (!UUID.test(request.params.attemptId)) throw notFound('attempt');
-      try {
-        await resolveAttempt(db, { jobId: details.job.id, attemptId: request.params.attemptId, outcome: request.body.outcome, reason: request.body.reason, by: principal.label });
-      } catch (err) {
-        if (err instanceof AttemptNotFoundError) throw notFound('attempt');
-        if (err instanceof AttemptNotUnknownError) {
-          throw new ProblemError(409, ProblemType.notResolvable, 'Attempt is not unknown', `attempt ${err.attempt.id} is ${err.attempt.status}; only an unknown attempt can be resolved`);
-        }
-        throw err;
-      }
-      metrics.attemptsResolved.inc({ operation: details.job.operation, via: 'operator', outcome: request.body.outcome });
-      return wakeAndRender(details, request.log);
+      const { id: jobId, attemptId } = request.params;
+      const details = await resolveAttemptAsOperator(deps, request.principal!, { jobId, attemptId, outcome: request.body.outcome, reason: request.body.reason }, request.log);
+      return renderJob(details, context);
     },
   );
 
@@ -410,18 +390,9 @@ export async function registerJobCommandRoutes(app: FastifyInstance, deps: ApiDe
       },
     },
     async (request) => {
-      const principal = request.principal!;
-      const details = await jobForOperator(principal, request.params.id, 'effect');
-      try {
-        await resolveEffect(db, { jobId: details.job.id, name: request.params.name, outcome: request.body.outcome, reason: request.body.reason, by: principal.label, receipt: request.body.receipt });
-      } catch (err) {
-        if (err instanceof EffectNotFoundError) throw notFound('effect');
-        if (err instanceof EffectNotInReviewError) {
-          throw new ProblemError(409, ProblemType.conflict, 'Effect is not in review', `effect ${err.effect.name} is ${err.effect.status}; only an effect in needs_review can be resolved`);
-        }
-        throw err;
-      }
-      return wakeAndRender(details, request.log);
+      const { id: jobId, name } = request.params;
+      const details = await resolveEffectAsOperator(deps, request.principal!, { jobId, name, outcome: request.body.outcome, reason: request.body.reason, receipt: request.body.receipt }, request.log);
+      return renderJob(details, context);
     },
   );
 

@@ -34,6 +34,8 @@ export const ProblemType = {
   invalidDeadline: 'invalid-deadline',
   routeNotEligible: 'route-not-eligible',
   routeVersionState: 'route-version-state',
+  csrfTokenMissing: 'csrf-token-missing',
+  csrfTokenInvalid: 'csrf-token-invalid',
 } as const;
 export type ProblemType = (typeof ProblemType)[keyof typeof ProblemType];
 

@@ -1,5 +1,5 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { Type } from '@sinclair/typebox';
+import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { eligibility } from '../contracts/eligibility';
 import { templateHash } from '../contracts/prompt';
@@ -59,6 +59,44 @@ const VerificationsSchema = Type.Object({
   ),
 });
 
+export type ProvidersView = Static<typeof ProvidersSchema>;
+
+/**
+ * Each provider with its route steps: per operation, the current template
+ * hash, the newest verification, and whether the step may take an attempt now
+ * (with the reason when not). What GET /v1/providers answers and the console shows.
+ */
+export async function describeProviders(deps: Pick<ApiDeps, 'db' | 'contracts' | 'operations'>): Promise<ProvidersView> {
+  const { db, contracts } = deps;
+  const byProvider = new Map<string, { name: string; kind: string; routes: unknown[] }>();
+  for (const [name, provider] of contracts.providers) byProvider.set(name, { name, kind: provider.kind, routes: [] });
+  for (const operation of deps.operations.values()) {
+    const route = contracts.routeFor(operation.name);
+    for (const [index, step] of route.entries()) {
+      const role = index === 0 ? 'primary' : 'fallback';
+      const verdict = await eligibility(db, operation, step, role, contracts.gate, new Date(), contracts.providers.get(step.provider)?.baseUrl);
+      const latest = await latestVerification(db, { operation: operation.name, provider: step.provider, model: step.model });
+      const entry = byProvider.get(step.provider) ?? { name: step.provider, kind: 'not configured', routes: [] };
+      byProvider.set(step.provider, entry);
+      entry.routes.push({
+        operation: operation.name,
+        schemaVersion: operation.schemaVersion,
+        templateHash: templateHash(operation),
+        model: step.model,
+        position: index,
+        role,
+        eligible: verdict.eligible,
+        ...(verdict.eligible ? {} : { reason: verdict.reason }),
+        detail: verdict.detail,
+        latestVerification: latest
+          ? { verifiedAt: latest.verifiedAt.toISOString(), passed: latest.passed, schemaVersion: latest.schemaVersion, templateHash: latest.templateHash, samples: latest.samples }
+          : null,
+      });
+    }
+  }
+  return { providers: [...byProvider.values()] } as ProvidersView;
+}
+
 /** Operators see which providers may take which attempts, and why; and can verify them. */
 export async function registerProviderRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
   const v1 = app.withTypeProvider<TypeBoxTypeProvider>();
@@ -97,33 +135,7 @@ export async function registerProviderRoutes(app: FastifyInstance, deps: ApiDeps
     },
     async (request) => {
       operatorOnly(request);
-      const byProvider = new Map<string, { name: string; kind: string; routes: unknown[] }>();
-      for (const [name, provider] of contracts.providers) byProvider.set(name, { name, kind: provider.kind, routes: [] });
-      for (const operation of deps.operations.values()) {
-        const route = contracts.routeFor(operation.name);
-        for (const [index, step] of route.entries()) {
-          const role = index === 0 ? 'primary' : 'fallback';
-          const verdict = await eligibility(db, operation, step, role, contracts.gate, new Date(), contracts.providers.get(step.provider)?.baseUrl);
-          const latest = await latestVerification(db, { operation: operation.name, provider: step.provider, model: step.model });
-          const entry = byProvider.get(step.provider) ?? { name: step.provider, kind: 'not configured', routes: [] };
-          byProvider.set(step.provider, entry);
-          entry.routes.push({
-            operation: operation.name,
-            schemaVersion: operation.schemaVersion,
-            templateHash: templateHash(operation),
-            model: step.model,
-            position: index,
-            role,
-            eligible: verdict.eligible,
-            ...(verdict.eligible ? {} : { reason: verdict.reason }),
-            detail: verdict.detail,
-            latestVerification: latest
-              ? { verifiedAt: latest.verifiedAt.toISOString(), passed: latest.passed, schemaVersion: latest.schemaVersion, templateHash: latest.templateHash, samples: latest.samples }
-              : null,
-          });
-        }
-      }
-      return { providers: [...byProvider.values()] };
+      return describeProviders(deps);
     },
   );
 

@@ -131,6 +131,65 @@ const ChangeBody = (reasonRequired: boolean) =>
 
 const iso = (date: Date | null | undefined) => (date ? date.toISOString() : undefined);
 
+/** A route version with its admitted and open jobs, its last window's counts and its events. */
+async function renderRouteVersion(db: ApiDeps['db'], record: RouteVersionRecord) {
+  const window = record.thresholds?.window ?? BASELINE_WINDOW;
+  const [admitted, counts, events] = await Promise.all([
+    admittedCounts(db, record.operation, record.version),
+    windowCounts(db, record.operation, record.version, window),
+    routeVersionEvents(db, record.operation, record.version),
+  ]);
+  return {
+    operation: record.operation,
+    version: record.version,
+    kind: record.kind,
+    state: record.state,
+    steps: record.steps,
+    ...(record.owner !== null ? { owner: record.owner } : {}),
+    ...(record.shareBp !== null ? { sharePercent: record.shareBp / 100 } : {}),
+    ...(record.expiresAt ? { expiresAt: iso(record.expiresAt) } : {}),
+    ...(record.thresholds ? { thresholds: record.thresholds } : {}),
+    ...(record.previousVersion !== null ? { previousVersion: record.previousVersion } : {}),
+    ...(record.reason !== null ? { reason: record.reason } : {}),
+    ...(record.changedBy !== null ? { changedBy: record.changedBy } : {}),
+    createdAt: iso(record.createdAt)!,
+    ...(record.promotedAt ? { promotedAt: iso(record.promotedAt) } : {}),
+    ...(record.endedAt ? { endedAt: iso(record.endedAt) } : {}),
+    admitted: admitted.admitted,
+    open: admitted.open,
+    window: { size: window, ...counts },
+    events: events.map((event) => ({ type: event.type, at: event.at.toISOString(), detail: event.detail })),
+  };
+}
+
+/** A route version as GET /v1/routes shows it. */
+export type RouteVersionView = Awaited<ReturnType<typeof renderRouteVersion>>;
+
+/**
+ * Per operation: its providers-file route (baseline), what new jobs take, and
+ * every route version with its counters and events. What GET /v1/routes
+ * answers and the console shows.
+ */
+export async function describeRoutes(deps: Pick<ApiDeps, 'db' | 'operations'>, routing: RouteChooser) {
+  const { db } = deps;
+  const all = await listRouteVersions(db);
+  const operations = [];
+  for (const operation of deps.operations.keys()) {
+    routing.forget(operation);
+    const serving = await routing.serving(operation);
+    operations.push({
+      operation,
+      baseline: routing.previousOf({}, operation),
+      serving: {
+        version: routing.previousOf(serving, operation),
+        canary: serving.running ? { version: serving.running.version, sharePercent: serving.running.shareBp! / 100, expiresAt: iso(serving.running.expiresAt)! } : null,
+      },
+      versions: await Promise.all(all.filter((record) => record.operation === operation).map((record) => renderRouteVersion(db, record))),
+    });
+  }
+  return { operations };
+}
+
 /** Route versions and canaries: operators see what serves each operation and roll routes out, promote, stop and roll back. */
 export async function registerRouteVersionRoutes(app: FastifyInstance, deps: ApiDeps, routing: RouteChooser): Promise<void> {
   app.addSchema(RouteVersionSchema);
@@ -145,35 +204,7 @@ export async function registerRouteVersionRoutes(app: FastifyInstance, deps: Api
     return operation;
   };
 
-  async function render(record: RouteVersionRecord) {
-    const window = record.thresholds?.window ?? BASELINE_WINDOW;
-    const [admitted, counts, events] = await Promise.all([
-      admittedCounts(db, record.operation, record.version),
-      windowCounts(db, record.operation, record.version, window),
-      routeVersionEvents(db, record.operation, record.version),
-    ]);
-    return {
-      operation: record.operation,
-      version: record.version,
-      kind: record.kind,
-      state: record.state,
-      steps: record.steps,
-      ...(record.owner !== null ? { owner: record.owner } : {}),
-      ...(record.shareBp !== null ? { sharePercent: record.shareBp / 100 } : {}),
-      ...(record.expiresAt ? { expiresAt: iso(record.expiresAt) } : {}),
-      ...(record.thresholds ? { thresholds: record.thresholds } : {}),
-      ...(record.previousVersion !== null ? { previousVersion: record.previousVersion } : {}),
-      ...(record.reason !== null ? { reason: record.reason } : {}),
-      ...(record.changedBy !== null ? { changedBy: record.changedBy } : {}),
-      createdAt: iso(record.createdAt)!,
-      ...(record.promotedAt ? { promotedAt: iso(record.promotedAt) } : {}),
-      ...(record.endedAt ? { endedAt: iso(record.endedAt) } : {}),
-      admitted: admitted.admitted,
-      open: admitted.open,
-      window: { size: window, ...counts },
-      events: events.map((event) => ({ type: event.type, at: event.at.toISOString(), detail: event.detail })),
-    };
-  }
+  const render = (record: RouteVersionRecord) => renderRouteVersion(db, record);
 
   /** Maps the ledger's refusals to problems. @throws ProblemError. */
   function refused(err: unknown): never {
@@ -199,22 +230,7 @@ export async function registerRouteVersionRoutes(app: FastifyInstance, deps: Api
     },
     async (request) => {
       operatorOnly(request);
-      const all = await listRouteVersions(db);
-      const operations = [];
-      for (const operation of deps.operations.keys()) {
-        routing.forget(operation);
-        const serving = await routing.serving(operation);
-        operations.push({
-          operation,
-          baseline: routing.previousOf({}, operation),
-          serving: {
-            version: routing.previousOf(serving, operation),
-            canary: serving.running ? { version: serving.running.version, sharePercent: serving.running.shareBp! / 100, expiresAt: iso(serving.running.expiresAt)! } : null,
-          },
-          versions: await Promise.all(all.filter((record) => record.operation === operation).map(render)),
-        });
-      }
-      return { operations };
+      return describeRoutes(deps, routing);
     },
   );
 

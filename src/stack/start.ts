@@ -153,6 +153,7 @@ async function start(stops: Stops, stopAll: () => Promise<void>, signal: AbortSi
   console.log(`
   API            ${api.url}   (docs: ${api.url}/docs)
   Demo page      ${api.url}/demo
+  Console        ${api.url}/console   (sign in with an operator key)
   Temporal UI    ${uiLine ?? config.temporal.uiUrl}
   Metrics        ${api.url}/metrics (API), ${workerMetricsServer.url} (worker)
 ${demoKey ? `  demo API key   ${demoKey}   (principal "demo"; printed once)\n  operator key   ${parseApiKeys(undefined, env.ONCEFLOW_OPERATOR_KEYS).operatorKeys[0]}\n` : ''}

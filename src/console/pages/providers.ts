@@ -1,0 +1,97 @@
+import type { ProvidersView } from '../../api/providers-routes';
+import type { RouteVersionView } from '../../api/route-versions-routes';
+import type { VerificationRecord } from '../../ledger/contracts';
+import { html, timeText, type Html } from '../html';
+import { page, type SignedIn } from '../layout';
+
+export interface RoutesData {
+  operations: Array<{
+    operation: string;
+    baseline: string;
+    serving: { version: string; canary: { version: string; sharePercent: number; expiresAt: string } | null };
+    versions: RouteVersionView[];
+  }>;
+}
+
+export interface ProvidersData {
+  providers: ProvidersView;
+  /** The newest verification of each (operation, provider, model), with its evidence per probe. */
+  verifications: Map<string, VerificationRecord>;
+  routes: RoutesData;
+}
+
+export const verificationKey = (operation: string, provider: string, model: string): string => `${operation}\u0000${provider}\u0000${model}`;
+
+interface ProbeSample {
+  ok?: boolean;
+  outcome?: string;
+  requestId?: string;
+  error?: string;
+  violations?: unknown;
+}
+interface ProbeFixture {
+  name?: string;
+  passed?: boolean;
+  render?: { ok?: boolean; promptTokens?: number; budgetTokens?: number; problems?: unknown[] };
+  samples?: ProbeSample[];
+}
+
+/** Each provider's contract verification per probe, demotions, and every operation's route versions with their counters. */
+export function providersPage(data: ProvidersData, signedIn: SignedIn): string {
+  const body = html`
+<h1>Providers and routes</h1>
+${data.providers.providers.map((provider) => html`<section class="card" data-provider="${provider.name}">
+  <h2>${provider.name} <span class="muted">${provider.kind}</span></h2>
+  ${provider.routes.length === 0 ? html`<p class="muted">On no route.</p>` : provider.routes.map((step) => {
+    const verification = data.verifications.get(verificationKey(step.operation, provider.name, step.model));
+    return html`<div class="card">
+    <h3>${step.operation} · step ${step.position + 1} (${step.role}) · <span class="mono">${step.model}</span>
+      ${step.eligible ? html`<span class="status succeeded">eligible</span>` : html`<span class="status failed">${step.reason === 'demoted' ? 'demoted' : 'not eligible'}</span>`}</h3>
+    <dl class="facts">
+      <dt>Now</dt><dd>${step.detail}</dd>
+      <dt>Current contract</dt><dd>schema v${step.schemaVersion}, template <span class="mono">${step.templateHash}</span></dd>
+      <dt>Newest verification</dt><dd>${step.latestVerification
+        ? html`${timeText(step.latestVerification.verifiedAt)}: ${step.latestVerification.passed ? 'passed' : 'failed'}, ${step.latestVerification.samples} sample(s) per probe, against schema v${step.latestVerification.schemaVersion} and template <span class="mono">${step.latestVerification.templateHash}</span>`
+        : html`<span class="muted">never verified</span>`}</dd>
+    </dl>
+    ${verification ? probesTable(verification) : ''}
+  </div>`;
+  })}
+</section>`)}
+
+<h2>Route versions</h2>
+${data.routes.operations.map((operation) => html`<section class="card" data-operation="${operation.operation}">
+  <h3>${operation.operation}</h3>
+  <dl class="facts">
+    <dt>Baseline</dt><dd class="mono">${operation.baseline}</dd>
+    <dt>Serving new jobs</dt><dd class="mono">${operation.serving.version}</dd>
+    <dt>Canary</dt><dd>${operation.serving.canary ? html`<span class="mono">${operation.serving.canary.version}</span> on ${operation.serving.canary.sharePercent}% of new jobs until ${timeText(operation.serving.canary.expiresAt)}` : html`<span class="muted">none running</span>`}</dd>
+  </dl>
+  <table><thead><tr><th>Version</th><th>State</th><th>Steps</th><th class="num">Admitted</th><th class="num">Open</th><th>Last window</th><th>Owner / why</th></tr></thead><tbody>
+  ${operation.versions.map((version) => html`<tr>
+    <td class="mono">${version.version}<div class="muted">${version.kind}</div></td>
+    <td>${version.state}${version.sharePercent !== undefined ? html`<div class="muted">${version.sharePercent}% share</div>` : ''}</td>
+    <td>${version.steps.map((step, i) => html`${i > 0 ? ' → ' : ''}${step.provider}/<span class="mono">${step.model}</span>`)}</td>
+    <td class="num">${version.admitted}</td><td class="num">${version.open}</td>
+    <td>${version.window.jobs} of ${version.window.size}: ${version.window.succeeded} succeeded, ${version.window.failed} failed, ${version.window.cancelled} cancelled; ${version.window.withUnknowns} with unknowns, ${version.window.withContractViolations} with contract violations, ${version.window.withEffectsInReview} with effects in review</td>
+    <td>${version.owner ?? ''}${version.reason ? html`<div class="muted">${version.reason}</div>` : ''}${version.changedBy ? html`<div class="muted">by ${version.changedBy}</div>` : ''}</td>
+  </tr>`)}
+  </tbody></table>
+</section>`)}
+`;
+  return page({ title: 'Providers and routes', section: 'providers', signedIn }, body);
+}
+
+/** A verification's probes: per fixture, the render check and each sample's outcome. */
+function probesTable(verification: VerificationRecord): Html {
+  const fixtures = (Array.isArray(verification.evidence.fixtures) ? verification.evidence.fixtures : []) as ProbeFixture[];
+  const error = typeof verification.evidence.error === 'string' ? verification.evidence.error : undefined;
+  return html`<table class="probes"><thead><tr><th>Probe</th><th>Render</th><th>Samples</th></tr></thead><tbody>
+  ${fixtures.map((fixture) => html`<tr>
+    <td>${fixture.name ?? '—'} ${fixture.passed ? html`<span class="status succeeded">passed</span>` : html`<span class="status failed">failed</span>`}</td>
+    <td>${fixture.render?.ok ? html`fits: ${fixture.render.promptTokens ?? '?'} of ${fixture.render.budgetTokens ?? '?'} tokens` : html`<span class="muted">${JSON.stringify(fixture.render?.problems ?? [])}</span>`}</td>
+    <td>${(fixture.samples ?? []).map((sample) => html`<div>${sample.ok ? '✓' : '✗'} ${sample.outcome ?? ''}${sample.error ? html` <span class="muted">${sample.error}</span>` : ''}${sample.violations ? html` <span class="muted">${JSON.stringify(sample.violations)}</span>` : ''}${sample.requestId ? html` <span class="mono muted">${sample.requestId}</span>` : ''}</div>`)}</td>
+  </tr>`)}
+  ${error ? html`<tr><td colspan="3">${error}</td></tr>` : ''}
+  </tbody></table>`;
+}
