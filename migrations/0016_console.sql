@@ -18,9 +18,8 @@ CREATE TABLE console_sessions (
 
 CREATE INDEX console_sessions_expires_at_idx ON console_sessions (expires_at);
 
--- The console's search. A job id, whole or its first characters (the id as
--- text, compared with LIKE 'prefix%').
-CREATE INDEX jobs_id_text_idx ON jobs ((id::text) text_pattern_ops);
+-- The console's search. (A job id, whole or its first characters, is a
+-- range of the primary key: no index of its own.)
 
 -- An idempotency key, whoever's and whatever operation's.
 CREATE INDEX jobs_idempotency_key_idx ON jobs (idempotency_key);

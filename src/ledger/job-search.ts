@@ -26,7 +26,22 @@ export interface JobSearchHit {
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const ID_PREFIX = /^[0-9a-f][0-9a-f-]{3,35}$/i;
+/** The first characters of a UUID as it is written (hyphens where a UUID has them), at least 4. */
+const ID_PREFIX = /^(?=.{4,35}$)[0-9a-f]{1,8}(-[0-9a-f]{0,4}(-[0-9a-f]{0,4}(-[0-9a-f]{0,4}(-[0-9a-f]{0,12})?)?)?)?$/i;
+
+const asUuid = (hex: string): string => `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+
+/**
+ * The ids that begin with `prefix`, as a range of UUIDs: from the prefix
+ * filled with 0s, up to (not including) the next prefix filled with 0s, or to
+ * the end when the prefix is all f. UUIDs compare byte by byte, which is the
+ * order of their hex digits, so the primary key serves the range.
+ */
+export function idPrefixRange(prefix: string): { from: string; below?: string } {
+  const hex = prefix.toLowerCase().replace(/-/g, '');
+  const next = (BigInt(`0x${hex}`) + 1n).toString(16).padStart(hex.length, '0');
+  return { from: asUuid(hex.padEnd(32, '0')), ...(next.length > hex.length ? {} : { below: asUuid(next.padEnd(32, '0')) }) };
+}
 
 /** Whether the search names something; a search of nothing would be a scan of every job. */
 export const searchNamesSomething = (search: Omit<JobSearch, 'limit' | 'before'>): boolean =>
@@ -35,8 +50,8 @@ export const searchNamesSomething = (search: Omit<JobSearch, 'limit' | 'before'>
 /**
  * Jobs matching a search, newest first, in (created_at, id) order; up to
  * `limit` + 1 rows (the extra one says there is a next page). Each criterion
- * has its index: a whole id the primary key; an id prefix jobs_id_text_idx
- * (LIKE 'prefix%' on id::text, text_pattern_ops); an idempotency key
+ * has its index: a whole id the primary key; an id prefix the primary key
+ * too, as a range (idPrefixRange); an idempotency key
  * jobs_idempotency_key_idx; a principal jobs_principal_created_idx and an
  * operation jobs_operation_created_idx, both already in the order the page
  * wants; a status jobs_status_created_idx.
@@ -51,7 +66,11 @@ export async function searchJobs(db: Queryable, search: JobSearch): Promise<JobS
   const text = search.text?.trim();
   if (text) {
     if (UUID.test(text)) where.push(`(j.id = ${param(text.toLowerCase())}::uuid OR j.idempotency_key = ${param(text)})`);
-    else if (ID_PREFIX.test(text)) where.push(`(j.id::text LIKE ${param(`${text.toLowerCase()}%`)} OR j.idempotency_key = ${param(text)})`);
+    else if (ID_PREFIX.test(text)) {
+      const range = idPrefixRange(text);
+      const ids = `j.id >= ${param(range.from)}::uuid${range.below ? ` AND j.id < ${param(range.below)}::uuid` : ''}`;
+      where.push(`((${ids}) OR j.idempotency_key = ${param(text)})`);
+    }
     else where.push(`j.idempotency_key = ${param(text)}`);
   }
   if (search.principalId) where.push(`j.principal_id = ${param(search.principalId)}`);

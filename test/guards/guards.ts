@@ -583,4 +583,20 @@ export const GUARDS: Guard[] = [
     tests: ['test/console/indexes.test.ts'],
     testNamePattern: 'page 7',
   },
+  {
+    name: "console: an id prefix's range ends before the next prefix",
+    file: 'src/ledger/job-search.ts',
+    find: 'AND j.id < ${param(range.below)}',
+    replace: 'AND j.id <= ${param(range.below)}',
+    tests: ['test/console/id-prefix.test.ts'],
+    testNamePattern: 'both edges',
+  },
+  {
+    name: "console: an id prefix's range starts at the prefix filled with 0s",
+    file: 'src/ledger/job-search.ts',
+    find: 'const ids = `j.id >= ',
+    replace: 'const ids = `j.id > ',
+    tests: ['test/console/id-prefix.test.ts'],
+    testNamePattern: 'both edges',
+  },
 ];
