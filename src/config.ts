@@ -41,6 +41,13 @@ export interface OnceflowConfig {
     searchAttributes: boolean;
     /** A worker runs one warm-up workflow as it starts, so its first job costs what later ones do. */
     warmUp: boolean;
+    /**
+     * How many workflows a worker keeps in memory between their tasks (the
+     * SDK's maxCachedWorkflows). Set here, not left to the SDK, whose default
+     * follows the heap limit: scripts/node-service caps the heap, and a cache
+     * sized from it would be 10 workflows, fewer than the jobs in flight.
+     */
+    cachedWorkflows: number;
   };
   api: {
     host: string;
@@ -173,6 +180,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): OnceflowConfig
       workflowTaskTimeoutMs: int(env, 'ONCEFLOW_WORKFLOW_TASK_TIMEOUT_MS', 10_000, 1_000, 120_000),
       searchAttributes: int(env, 'ONCEFLOW_SEARCH_ATTRIBUTES', 1, 0, 1) === 1,
       warmUp: int(env, 'ONCEFLOW_WORKER_WARM_UP', 1, 0, 1) === 1,
+      cachedWorkflows: int(env, 'ONCEFLOW_WORKER_CACHED_WORKFLOWS', 500, 2),
     },
     api: {
       host,

@@ -40,9 +40,7 @@ export async function startWorker(config: OnceflowConfig, db: Pool, metrics: Met
   const workflows = { client, taskQueue: config.temporal.taskQueue, searchAttributes: config.temporal.searchAttributes, workflowTaskTimeoutMs: config.temporal.workflowTaskTimeoutMs };
   const worker = await createWorker({
     connection,
-    namespace: config.temporal.namespace,
-    taskQueue: config.temporal.taskQueue,
-    stickyQueueTimeoutMs: config.temporal.stickyQueueTimeoutMs,
+    temporal: config.temporal,
     activities: createActivities(buildActivityDeps({ db, metrics, config, operations, providers, prices, routeFor: route, workflows, declaredEffects: loaded.httpEffects })),
   });
   const running = worker.run();

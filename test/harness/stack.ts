@@ -130,9 +130,7 @@ export async function startTestStack(opts: TestStackOptions = {}): Promise<TestS
       if (worker) return;
       worker = await createWorker({
         connection: temporal.nativeConnection,
-        namespace: temporal.namespace,
-        taskQueue: temporal.taskQueue,
-        stickyQueueTimeoutMs: config.temporal.stickyQueueTimeoutMs,
+        temporal: config.temporal,
         activities,
         workflowBundle: workflowBundle(),
       });
