@@ -1,10 +1,13 @@
 /**
- * Child process of the benchmark: the Onceflow API and the baseline (a bare
- * Fastify route doing one primary-key lookup) side by side, on the same
- * Postgres, so the load generator never shares their event loop.
+ * Child process of the benchmark: the Onceflow API and the baselines side by
+ * side, on the same Postgres, so the load generator never shares their event
+ * loop. The baselines are bare Fastify routes: one primary-key lookup
+ * (replay's), and an INSERT plus workflow.start (admission's, through HTTP as
+ * Onceflow's admission is).
  */
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
+import { TypedSearchAttributes } from '@temporalio/common';
 import Fastify from 'fastify';
 
 // The API as production runs it: compiled by tsc into dist/ (`npm run bench`
@@ -17,6 +20,9 @@ const { loadConfig, parseApiKeys } = require(dist('config')) as typeof import('.
 const { createPool } = require(dist('db/pool')) as typeof import('../src/db/pool');
 const { createMetrics } = require(dist('metrics/metrics')) as typeof import('../src/metrics/metrics');
 const { createRegistry } = require(dist('operations/registry')) as typeof import('../src/operations/registry');
+const { requestDigest } = require(dist('jobs/digest')) as typeof import('../src/jobs/digest');
+const { jobWorkflowId } = require(dist('jobs/scope')) as typeof import('../src/jobs/scope');
+const { JOB_WORKFLOW, searchAttributes } = require(dist('temporal/contract')) as typeof import('../src/temporal/contract');
 
 export const BENCH_KEY = 'k_bench';
 
@@ -26,11 +32,12 @@ async function main(): Promise<void> {
   const onceflowDb = createPool(url, { max: 10 });
   const baselineDb = createPool(url, { max: 10 });
   const connection = await Connection.connect({ address: config.temporal.address });
+  const client = new Client({ connection, namespace: config.temporal.namespace });
   const waiter = new JobWaiter(url);
   const app = await buildApp({
     config: { ...config, keys: parseApiKeys(`bench:${BENCH_KEY}`, undefined) },
     db: onceflowDb,
-    workflows: { client: new Client({ connection, namespace: config.temporal.namespace }), taskQueue: config.temporal.taskQueue, searchAttributes: true },
+    workflows: { client, taskQueue: config.temporal.taskQueue, searchAttributes: true },
     operations: createRegistry(),
     contracts: apiContracts(config, new Map(), () => []),
     metrics: createMetrics(),
@@ -43,6 +50,28 @@ async function main(): Promise<void> {
     const { rows } = await baselineDb.query('SELECT * FROM jobs WHERE id = $1', [request.params.id]);
     if (!rows[0]) return reply.status(404).send({});
     return rows[0];
+  });
+  // The same INSERT and start as the front-door section's bare script, behind a route.
+  baseline.post<{ Body: { input: Record<string, unknown> } }>('/admit', async (request, reply) => {
+    const scope = { principalId: 'baseline-route', operation: 'support.reply', idempotencyKey: String(request.headers['idempotency-key']) };
+    const { input } = request.body;
+    const { rows } = await baselineDb.query(
+      `INSERT INTO jobs (principal_id, operation, idempotency_key, request_digest, schema_version, input, workflow_id)
+       VALUES ($1, $2, $3, $4, 1, $5, $6) ON CONFLICT (principal_id, operation, idempotency_key) DO NOTHING RETURNING id`,
+      [scope.principalId, scope.operation, scope.idempotencyKey, requestDigest(scope.operation, 1, input), input, jobWorkflowId(scope)],
+    );
+    await client.workflow.start(JOB_WORKFLOW, {
+      taskQueue: `${config.temporal.taskQueue}-baseline`,
+      workflowId: jobWorkflowId(scope),
+      args: [{ jobId: rows[0].id, searchAttributes: true }],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      typedSearchAttributes: new TypedSearchAttributes([
+        { key: searchAttributes.principal, value: scope.principalId },
+        { key: searchAttributes.operation, value: scope.operation },
+        { key: searchAttributes.status, value: 'accepted' },
+      ]),
+    });
+    return reply.status(202).send({ id: rows[0].id });
   });
   const onceflowUrl = await app.listen({ host: '127.0.0.1', port: 0 });
   const baselineUrl = await baseline.listen({ host: '127.0.0.1', port: 0 });

@@ -1,4 +1,5 @@
 import { JobStatus } from '../jobs/status';
+import { JOB_PAGE_COLUMNS, sqlParams, toJobPageItem, type JobPageItem, type JobPageRow } from './job-page';
 import type { Queryable } from './queryable';
 
 /**
@@ -24,30 +25,14 @@ export interface JobListFilter {
   limit: number;
 }
 
-export interface JobListItem {
-  id: string;
-  principalId: string;
-  operation: string;
-  idempotencyKey: string;
-  status: JobStatus;
+export interface JobListItem extends JobPageItem {
   workflowId: string;
   effectsInReview: string[];
-  createdAt: Date;
-  updatedAt: Date;
-  position: ListPosition;
 }
 
-interface Row {
-  id: string;
-  principal_id: string;
-  operation: string;
-  idempotency_key: string;
-  status: JobStatus;
+interface Row extends JobPageRow {
   workflow_id: string;
   effects_in_review: string[];
-  created_at: Date;
-  updated_at: Date;
-  position: string;
 }
 
 /**
@@ -59,11 +44,7 @@ interface Row {
  * next page.
  */
 export async function listJobs(db: Queryable, filter: JobListFilter): Promise<JobListItem[]> {
-  const params: unknown[] = [];
-  const param = (value: unknown): string => {
-    params.push(value);
-    return `$${params.length}`;
-  };
+  const { params, param } = sqlParams();
   const where =
     filter.status === NEEDS_REVIEW
       ? [`j.id IN (SELECT e.job_id FROM effects e WHERE e.status = 'needs_review')`]
@@ -72,8 +53,7 @@ export async function listJobs(db: Queryable, filter: JobListFilter): Promise<Jo
   if (filter.operation !== undefined) where.push(`j.operation = ${param(filter.operation)}`);
   if (filter.after) where.push(`(j.created_at, j.id) > (${param(filter.after.createdAt)}::timestamptz, ${param(filter.after.id)}::uuid)`);
   const { rows } = await db.query<Row>(
-    `SELECT j.id, j.principal_id, j.operation, j.idempotency_key, j.status, j.workflow_id, j.created_at, j.updated_at,
-            to_char(j.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS position,
+    `SELECT ${JOB_PAGE_COLUMNS}, j.workflow_id,
             ARRAY(SELECT e.name FROM effects e WHERE e.job_id = j.id AND e.status = 'needs_review' ORDER BY e.name) AS effects_in_review
        FROM jobs j
       WHERE ${where.join(' AND ')}
@@ -81,16 +61,5 @@ export async function listJobs(db: Queryable, filter: JobListFilter): Promise<Jo
       LIMIT ${param(filter.limit + 1)}`,
     params,
   );
-  return rows.map((row) => ({
-    id: row.id,
-    principalId: row.principal_id,
-    operation: row.operation,
-    idempotencyKey: row.idempotency_key,
-    status: row.status,
-    workflowId: row.workflow_id,
-    effectsInReview: row.effects_in_review,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-    position: { createdAt: row.position, id: row.id },
-  }));
+  return rows.map((row) => ({ ...toJobPageItem(row), workflowId: row.workflow_id, effectsInReview: row.effects_in_review }));
 }

@@ -1,4 +1,5 @@
-import { JobStatus } from '../jobs/status';
+import type { JobStatus } from '../jobs/status';
+import { JOB_PAGE_COLUMNS, sqlParams, toJobPageItem, type JobPageItem, type JobPageRow } from './job-page';
 import type { Queryable } from './queryable';
 
 /** What an operator searches jobs by; every field narrows, none is required but one must be given. */
@@ -13,17 +14,7 @@ export interface JobSearch {
   limit: number;
 }
 
-export interface JobSearchHit {
-  id: string;
-  principalId: string;
-  operation: string;
-  idempotencyKey: string;
-  status: JobStatus;
-  createdAt: Date;
-  updatedAt: Date;
-  /** (created_at, id) to the microsecond: where the next page starts. */
-  position: { createdAt: string; id: string };
-}
+export type JobSearchHit = JobPageItem;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** The first characters of a UUID as it is written (hyphens where a UUID has them), at least 4. */
@@ -57,11 +48,7 @@ export const searchNamesSomething = (search: Omit<JobSearch, 'limit' | 'before'>
  * wants; a status jobs_status_created_idx.
  */
 export async function searchJobs(db: Queryable, search: JobSearch): Promise<JobSearchHit[]> {
-  const params: unknown[] = [];
-  const param = (value: unknown): string => {
-    params.push(value);
-    return `$${params.length}`;
-  };
+  const { params, param } = sqlParams();
   const where: string[] = [];
   const text = search.text?.trim();
   if (text) {
@@ -78,32 +65,13 @@ export async function searchJobs(db: Queryable, search: JobSearch): Promise<JobS
   if (search.status) where.push(`j.status = ${param(search.status)}`);
   if (where.length === 0) throw new Error('a job search needs at least one criterion');
   if (search.before) where.push(`(j.created_at, j.id) < (${param(search.before.createdAt)}::timestamptz, ${param(search.before.id)}::uuid)`);
-  const { rows } = await db.query<{
-    id: string;
-    principal_id: string;
-    operation: string;
-    idempotency_key: string;
-    status: JobStatus;
-    created_at: Date;
-    updated_at: Date;
-    position: string;
-  }>(
-    `SELECT j.id, j.principal_id, j.operation, j.idempotency_key, j.status, j.created_at, j.updated_at,
-            to_char(j.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS position
+  const { rows } = await db.query<JobPageRow>(
+    `SELECT ${JOB_PAGE_COLUMNS}
        FROM jobs j
       WHERE ${where.join(' AND ')}
       ORDER BY j.created_at DESC, j.id DESC
       LIMIT ${param(search.limit + 1)}`,
     params,
   );
-  return rows.map((row) => ({
-    id: row.id,
-    principalId: row.principal_id,
-    operation: row.operation,
-    idempotencyKey: row.idempotency_key,
-    status: row.status,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-    position: { createdAt: row.position, id: row.id },
-  }));
+  return rows.map(toJobPageItem);
 }
