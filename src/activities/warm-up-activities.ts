@@ -1,8 +1,6 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { compileContracts } from '../contracts/output';
-import { warmConnections } from '../db/pool';
-import { warmJobReads } from '../ledger/warm-up';
 import { createAnthropicProvider } from '../providers/anthropic';
 import { createOpenAiCompatibleProvider } from '../providers/openai-compatible';
 import type { ProviderAdapter } from '../providers/types';
@@ -37,9 +35,9 @@ export interface WarmUpReport {
 /**
  * What a worker does once, before its first job, so that job costs what the
  * hundredth does: the output contracts are compiled, database connections
- * opened and their backends taken through a running job's reads, and the
- * HTTP client that effects use (Node's fetch) and the SDK of each kind of
- * provider the routes use taken through one request each to a server of its own, on loopback, that lives only for it: a twin of the
+ * opened, and the HTTP client that effects use (Node's fetch) and the SDK of
+ * each kind of provider the routes use taken through one request each to a
+ * server of its own, on loopback, that lives only for it: a twin of the
  * provider's adapter, pointed there, sends a completion and parses the
  * answer as a real call does. Run inside the warm-up workflow, it also
  * takes the workflow sandbox, the message codecs and a local activity's round
@@ -50,8 +48,13 @@ export function createWarmUpActivities(deps: Pick<ActivityDeps, 'db' | 'operatio
   return {
     async warmUp(): Promise<WarmUpReport> {
       compileContracts(deps.operations.values());
-      const [, providerKinds] = await Promise.all([warmConnections(deps.db, 2, warmJobReads), onLoopback((origin) => warmUpClients(origin, deps.providers.values()))]);
-      return { providerKinds };
+      const clients = await Promise.all(Array.from({ length: 2 }, () => deps.db.connect()));
+      try {
+        const [, providerKinds] = await Promise.all([Promise.all(clients.map((client) => client.query('SELECT 1'))), onLoopback((origin) => warmUpClients(origin, deps.providers.values()))]);
+        return { providerKinds };
+      } finally {
+        for (const client of clients) client.release();
+      }
     },
   };
 }

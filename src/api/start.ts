@@ -9,10 +9,18 @@ import { loadOperations, type LoadedOperations } from '../operations/load';
 import { loadProviders } from '../providers/load';
 import { connectTemporal } from '../temporal/connect';
 import { warmUpStartMessages } from '../temporal/starter';
-import { warmConnections } from '../db/pool';
-import { warmAdmission } from '../ledger/warm-up';
 import { apiContracts, buildApp, type App } from './app';
 import { JobWaiter } from './job-waiter';
+
+/** Opens `count` of the pool's connections (each asked once) and gives them back to the pool. */
+async function openConnections(db: Pool, count: number): Promise<void> {
+  const clients = await Promise.all(Array.from({ length: count }, () => db.connect()));
+  try {
+    await Promise.all(clients.map((client) => client.query('SELECT 1')));
+  } finally {
+    for (const client of clients) client.release();
+  }
+}
 
 export interface RunningApi {
   app: App;
@@ -52,9 +60,8 @@ export async function startApi(config: OnceflowConfig, db: Pool, metrics: Metric
   });
   try {
     await options.mount?.(app);
-    // What the first request would pay for otherwise: the LISTEN connection of Prefer: wait, pool connections
-    // and the first use of admission's statements in their backends, the start message's codecs.
-    await Promise.all([waiter.listen(), warmConnections(db, 2, warmAdmission)]);
+    // What the first request would pay for otherwise: the LISTEN connection of Prefer: wait, pool connections, the start message's codecs.
+    await Promise.all([waiter.listen(), openConnections(db, 2)]);
     warmUpStartMessages();
     await app.listen({ host: config.api.host, port: config.api.port });
   } catch (err) {

@@ -50,20 +50,6 @@ export async function assertReachable(pool: Pool, connectionString: string): Pro
 }
 
 /**
- * Opens `count` of the pool's connections at once, takes each through
- * `warm` (SELECT 1 when none is given), and gives them back to the pool: the
- * first requests find connections open and their backends warm.
- */
-export async function warmConnections(pool: Pool, count: number, warm: (client: PoolClient) => Promise<void> = async (client) => void (await client.query('SELECT 1'))): Promise<void> {
-  const checkedOut = await Promise.all(Array.from({ length: count }, () => checkout(pool)));
-  try {
-    await Promise.all(checkedOut.map(({ client }) => warm(client)));
-  } finally {
-    for (const { release } of checkedOut) release();
-  }
-}
-
-/**
  * Runs fn in one transaction: COMMIT on success, ROLLBACK on any throw. A
  * deadlock or serialization failure (the transaction was rolled back whole)
  * runs it again, a few times.

@@ -105,7 +105,7 @@ export interface NewJob extends JobScope {
  * @returns the job and whether this call created it.
  * @throws IdempotencyKeyReusedError when the scope holds a job with another digest.
  */
-export async function admitJob(db: Queryable, job: NewJob): Promise<{ job: JobRecord; created: boolean }> {
+export async function admitJob(db: Pool, job: NewJob): Promise<{ job: JobRecord; created: boolean }> {
   // A row removed by retention between the two statements is simply inserted on the next turn.
   for (;;) {
     // Invariant 1: the database, not this code, decides who creates the job.
