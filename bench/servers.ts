@@ -7,8 +7,8 @@
  */
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { TypedSearchAttributes } from '@temporalio/common';
 import Fastify from 'fastify';
+import { bareAdmission } from './bare-admission';
 
 // The API as production runs it: compiled by tsc into dist/ (`npm run bench`
 // builds first), not transpiled on load, which wraps every function made at
@@ -20,9 +20,6 @@ const { loadConfig, parseApiKeys } = require(dist('config')) as typeof import('.
 const { createPool } = require(dist('db/pool')) as typeof import('../src/db/pool');
 const { createMetrics } = require(dist('metrics/metrics')) as typeof import('../src/metrics/metrics');
 const { createRegistry } = require(dist('operations/registry')) as typeof import('../src/operations/registry');
-const { requestDigest } = require(dist('jobs/digest')) as typeof import('../src/jobs/digest');
-const { jobWorkflowId } = require(dist('jobs/scope')) as typeof import('../src/jobs/scope');
-const { JOB_WORKFLOW, searchAttributes } = require(dist('temporal/contract')) as typeof import('../src/temporal/contract');
 
 export const BENCH_KEY = 'k_bench';
 
@@ -51,27 +48,11 @@ async function main(): Promise<void> {
     if (!rows[0]) return reply.status(404).send({});
     return rows[0];
   });
-  // The same INSERT and start as the front-door section's bare script, behind a route.
+  // Admission's reference behind a route, as the front-door section also runs it bare.
   baseline.post<{ Body: { input: Record<string, unknown> } }>('/admit', async (request, reply) => {
     const scope = { principalId: 'baseline-route', operation: 'support.reply', idempotencyKey: String(request.headers['idempotency-key']) };
-    const { input } = request.body;
-    const { rows } = await baselineDb.query(
-      `INSERT INTO jobs (principal_id, operation, idempotency_key, request_digest, schema_version, input, workflow_id)
-       VALUES ($1, $2, $3, $4, 1, $5, $6) ON CONFLICT (principal_id, operation, idempotency_key) DO NOTHING RETURNING id`,
-      [scope.principalId, scope.operation, scope.idempotencyKey, requestDigest(scope.operation, 1, input), input, jobWorkflowId(scope)],
-    );
-    await client.workflow.start(JOB_WORKFLOW, {
-      taskQueue: `${config.temporal.taskQueue}-baseline`,
-      workflowId: jobWorkflowId(scope),
-      args: [{ jobId: rows[0].id, searchAttributes: true }],
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      typedSearchAttributes: new TypedSearchAttributes([
-        { key: searchAttributes.principal, value: scope.principalId },
-        { key: searchAttributes.operation, value: scope.operation },
-        { key: searchAttributes.status, value: 'accepted' },
-      ]),
-    });
-    return reply.status(202).send({ id: rows[0].id });
+    const id = await bareAdmission(baselineDb, client, config.temporal.taskQueue, scope, request.body.input);
+    return reply.status(202).send({ id });
   });
   const onceflowUrl = await app.listen({ host: '127.0.0.1', port: 0 });
   const baselineUrl = await baseline.listen({ host: '127.0.0.1', port: 0 });

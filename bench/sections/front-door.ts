@@ -3,13 +3,10 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { Client, Connection } from '@temporalio/client';
-import { TypedSearchAttributes } from '@temporalio/common';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { migrate } from '../../src/db/migrate';
 import { createPool } from '../../src/db/pool';
-import { requestDigest } from '../../src/jobs/digest';
-import { jobWorkflowId } from '../../src/jobs/scope';
-import { JOB_WORKFLOW, searchAttributes } from '../../src/temporal/contract';
+import { bareAdmission } from '../bare-admission';
 import { BENCH_KEY } from '../e2e';
 import { root, startService, type Infra } from '../infra';
 import { load, type LoadResult } from '../load';
@@ -73,22 +70,7 @@ export async function frontDoorSection(infra: Infra, opts: { rounds: number }, l
       for (let i = 0; i < n; i++) {
         const scope = { principalId: 'baseline', operation: 'support.reply', idempotencyKey: randomUUID() };
         const started = process.hrtime.bigint();
-        const { rows } = await db.query(
-          `INSERT INTO jobs (principal_id, operation, idempotency_key, request_digest, schema_version, input, workflow_id)
-           VALUES ($1, $2, $3, $4, 1, $5, $6) ON CONFLICT (principal_id, operation, idempotency_key) DO NOTHING RETURNING id`,
-          [scope.principalId, scope.operation, scope.idempotencyKey, requestDigest(scope.operation, 1, input), input, jobWorkflowId(scope)],
-        );
-        await client.workflow.start(JOB_WORKFLOW, {
-          taskQueue: `${taskQueue}-baseline`,
-          workflowId: jobWorkflowId(scope),
-          args: [{ jobId: rows[0].id, searchAttributes: true }],
-          workflowIdConflictPolicy: 'USE_EXISTING',
-          typedSearchAttributes: new TypedSearchAttributes([
-            { key: searchAttributes.principal, value: scope.principalId },
-            { key: searchAttributes.operation, value: scope.operation },
-            { key: searchAttributes.status, value: 'accepted' },
-          ]),
-        });
+        await bareAdmission(db, client, taskQueue, scope, input);
         times.push(Number(process.hrtime.bigint() - started) / 1e6);
       }
       return median(times);
