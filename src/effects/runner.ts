@@ -20,6 +20,7 @@ import type { OperationRegistry } from '../operations/registry';
 import { finishJobLocked } from './finish';
 import { afterJobEnded } from '../canary/job-ended';
 import type { EffectAdapter, EffectContext } from './types';
+import { prepared } from '../db/prepared';
 
 export interface EffectSettings {
   /** How long a claim is held before another owner may take it over. */
@@ -110,7 +111,7 @@ export function createEffectRunner(deps: EffectRunnerDeps) {
    */
   async function settle(effect: EffectRecord, owner: string, status: 'succeeded' | 'failed' | 'needs_review', fields: { receipt?: Record<string, unknown>; error?: Record<string, unknown> }, context?: EffectContext): Promise<EffectState> {
     const finished = await inTransaction(db, async (tx) => {
-      await tx.query('SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE', [effect.jobId]);
+      await tx.query(prepared('SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE', [effect.jobId]));
       if (!(await settleEffectLocked(tx, { effectId: effect.id, owner, status, ...fields }))) return undefined;
       return finishJobLocked(tx, effect.jobId, deps.operations, context ? { operation: context.operation, output: context.output, settled: { name: effect.name, status, ...fields } } : undefined);
     });

@@ -4,6 +4,7 @@ import { inTransaction } from '../db/pool';
 import { claimEffectLocked, type EffectRecord } from './effects';
 import { appendEvent, JobEventType } from './events';
 import type { Queryable } from './queryable';
+import { prepared } from '../db/prepared';
 import { NOTHING_SENT, recordUsageLocked, type AttemptUsage } from './usage';
 
 /** An attempt's statuses, written once; the type derives from the values. */
@@ -122,12 +123,12 @@ function toAttempt(row: AttemptRow): AttemptRecord {
 }
 
 export async function getAttempt(db: Queryable, attemptId: string): Promise<AttemptRecord | undefined> {
-  const { rows } = await db.query<AttemptRow>('SELECT * FROM attempts WHERE id = $1', [attemptId]);
+  const { rows } = await db.query<AttemptRow>(prepared('SELECT * FROM attempts WHERE id = $1', [attemptId]));
   return rows[0] ? toAttempt(rows[0]) : undefined;
 }
 
 export async function listAttempts(db: Queryable, jobId: string): Promise<AttemptRecord[]> {
-  const { rows } = await db.query<AttemptRow>('SELECT * FROM attempts WHERE job_id = $1 ORDER BY seq', [jobId]);
+  const { rows } = await db.query<AttemptRow>(prepared('SELECT * FROM attempts WHERE job_id = $1 ORDER BY seq', [jobId]));
   return rows.map(toAttempt);
 }
 
@@ -187,7 +188,8 @@ export async function openAttemptLocked(tx: PoolClient, opening: AttemptOpening 
   // The job's version is read inside this statement: the attempt may win only if nothing changes from here on (invariant 5).
   const lane = opening.lane ?? 0;
   const { rows } = await tx.query<AttemptRow>(
-    `WITH opened AS (
+    prepared(
+      `WITH opened AS (
        INSERT INTO attempts (id, job_id, operation, seq, provider, model, job_version, lane)
        VALUES (COALESCE($1::uuid, gen_random_uuid()), $2, $3, (SELECT COALESCE(max(seq), 0) + 1 FROM attempts WHERE job_id = $2), $4, $5,
                (SELECT version FROM jobs WHERE id = $2), $6)
@@ -207,7 +209,8 @@ export async function openAttemptLocked(tx: PoolClient, opening: AttemptOpening 
        ) event ORDER BY event.n
      )
      SELECT * FROM opened`,
-    [opening.attemptId ?? null, opening.jobId, opening.operation, opening.provider, opening.model, lane],
+      [opening.attemptId ?? null, opening.jobId, opening.operation, opening.provider, opening.model, lane],
+    ),
   );
   if (!rows[0]) {
     const live = await findLiveAttempt(tx, opening.jobId, lane);
@@ -256,9 +259,11 @@ export async function lockJobRow(tx: PoolClient, jobId: string, opts: { withInpu
     deadline_left_ms: string | null;
     input?: Record<string, unknown>;
   }>(
-    `SELECT id, operation, status, version, terminal_at IS NOT NULL AS terminal, completed_by, route_version, run, ${DEADLINE_LEFT_MS} AS deadline_left_ms${opts.withInput ? ', input' : ''}
+    prepared(
+      `SELECT id, operation, status, version, terminal_at IS NOT NULL AS terminal, completed_by, route_version, run, ${DEADLINE_LEFT_MS} AS deadline_left_ms${opts.withInput ? ', input' : ''}
      FROM jobs WHERE id = $1 FOR UPDATE`,
-    [jobId],
+      [jobId],
+    ),
   );
   const row = rows[0];
   if (!row) return undefined;
@@ -320,10 +325,12 @@ async function lockJobThenAttempt(tx: PoolClient, attemptId: string): Promise<At
 export async function markAttemptRunning(db: Queryable, attemptId: string): Promise<boolean> {
   // Invariant 12: only a starting attempt of a job that is still open may send its request.
   const { rowCount } = await db.query(
-    `UPDATE attempts a SET status = 'running'
+    prepared(
+      `UPDATE attempts a SET status = 'running'
      FROM jobs j
      WHERE a.id = $1 AND a.status = 'starting' AND j.id = a.job_id AND j.terminal_at IS NULL`,
-    [attemptId],
+      [attemptId],
+    ),
   );
   return rowCount === 1;
 }
@@ -385,17 +392,20 @@ export async function commitAndClaim(
     // or terminal write ends the job), whatever its siblings did meanwhile.
     // The update locks the job row first, as every transition does.
     const won = await tx.query(
-      `UPDATE jobs SET output = $3::jsonb, completed_by = $2, version = version + 1, updated_at = now(),
+      prepared(
+        `UPDATE jobs SET output = $3::jsonb, completed_by = $2, version = version + 1, updated_at = now(),
               status = CASE WHEN $5::boolean THEN 'succeeded' ELSE 'running' END,
               result = CASE WHEN $5::boolean THEN $3::jsonb ELSE NULL END,
               terminal_at = CASE WHEN $5::boolean THEN now() ELSE NULL END
        WHERE id = $1 AND completed_by IS NULL
          AND (version = $4 OR ($6::boolean AND terminal_at IS NULL AND EXISTS (SELECT 1 FROM attempts WHERE id = $2 AND status IN ('running', 'unknown'))))`,
-      [attempt.jobId, attempt.id, JSON.stringify(output), attempt.jobVersion, opts.terminal, opts.hedged === true],
+        [attempt.jobId, attempt.id, JSON.stringify(output), attempt.jobVersion, opts.terminal, opts.hedged === true],
+      ),
     );
     if (won.rowCount === 1) {
       const { rowCount } = await tx.query(
-        `WITH won AS (
+        prepared(
+          `WITH won AS (
            UPDATE attempts SET status = 'succeeded', ended_at = now() WHERE id = $1 AND status IN ('running', 'unknown') RETURNING id
          )
          INSERT INTO job_events (job_id, type, detail)
@@ -404,7 +414,8 @@ export async function commitAndClaim(
            ('${JobEventType.succeeded}', jsonb_build_object('attemptId', $1::uuid), 2)) AS kind (type, detail, n)
          WHERE kind.n = 1 OR $4::boolean
          ORDER BY kind.n`,
-        [attempt.id, attempt.jobId, attempt.provider, opts.terminal],
+          [attempt.id, attempt.jobId, attempt.provider, opts.terminal],
+        ),
       );
       if (!rowCount) throw new Error(`attempt ${attempt.id} won the result slot while not live; the ledger is inconsistent`);
       const usageRecorded = opts.usage ? await recordUsageLocked(tx, attempt.id, opts.usage) : false;

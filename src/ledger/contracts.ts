@@ -1,3 +1,4 @@
+import { prepared } from '../db/prepared';
 import type { Queryable } from './queryable';
 
 export interface ContractKey {
@@ -90,7 +91,7 @@ export const RUNTIME_RECORD_SQL = `SELECT count(*) AS ended,
 
 /** How a provider and model have kept the contract at run time lately. */
 export async function runtimeRecord(db: Queryable, key: Pick<ContractKey, 'operation' | 'provider' | 'model'>, window: number): Promise<RuntimeRecord> {
-  const { rows } = await db.query<{ ended: string; violations: string; last_violation_at: Date | null }>(RUNTIME_RECORD_SQL, [key.operation, key.provider, key.model, window]);
+  const { rows } = await db.query<{ ended: string; violations: string; last_violation_at: Date | null }>(prepared(RUNTIME_RECORD_SQL, [key.operation, key.provider, key.model, window]));
   const row = rows[0]!;
   return { ended: Number(row.ended), violations: Number(row.violations), lastViolationAt: row.last_violation_at };
 }

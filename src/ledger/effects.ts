@@ -1,6 +1,7 @@
 import type { Pool, PoolClient } from 'pg';
 import { inTransaction } from '../db/pool';
 import { appendEvent, JobEventType } from './events';
+import { prepared } from '../db/prepared';
 import type { Queryable } from './queryable';
 
 /** An effect's statuses, written once; the type derives from the values. */
@@ -130,7 +131,8 @@ export async function claimEffectLocked(tx: PoolClient, claim: { jobId: string; 
   // Invariant 7: claim before effect. ON CONFLICT DO NOTHING RETURNING tells
   // exactly one caller that it won; only that caller may perform the effect.
   const { rows } = await tx.query<EffectRow>(
-    `WITH claimed AS (
+    prepared(
+      `WITH claimed AS (
        INSERT INTO effects (job_id, name, effect_key, lease_owner, lease_expires_at)
        VALUES ($1, $2, $3, $4, now() + $5 * interval '1 millisecond')
        ON CONFLICT (job_id, name) DO NOTHING
@@ -140,7 +142,8 @@ export async function claimEffectLocked(tx: PoolClient, claim: { jobId: string; 
        SELECT job_id, '${JobEventType.effectClaimed}', jsonb_build_object('name', name, 'owner', lease_owner) FROM claimed
      )
      SELECT * FROM claimed`,
-    [claim.jobId, claim.name, effectKey(claim.jobId, claim.name), claim.owner, claim.leaseMs],
+      [claim.jobId, claim.name, effectKey(claim.jobId, claim.name), claim.owner, claim.leaseMs],
+    ),
   );
   return rows[0] ? toEffect(rows[0]) : undefined;
 }
@@ -185,10 +188,12 @@ export async function beginEffectTry(db: Queryable, effectId: string, owner: str
   // One statement: it locks the effect row alone (the job row is not needed: a
   // settlement, which takes the job row first, then waits for this one).
   const { rows } = await db.query<{ tries: number }>(
-    `UPDATE effects SET phase = 'sending', tries = tries + 1, updated_at = now()
+    prepared(
+      `UPDATE effects SET phase = 'sending', tries = tries + 1, updated_at = now()
      WHERE id = $1 AND status = 'pending' AND lease_owner = $2
      RETURNING tries`,
-    [effectId, owner],
+      [effectId, owner],
+    ),
   );
   return rows[0]?.tries;
 }
@@ -284,7 +289,8 @@ export async function settleEffectLocked(db: PoolClient, settlement: Settlement)
   // Only the current lease holder settles; a former owner's late write is
   // refused. The event is written by the same statement.
   const { rowCount } = await db.query(
-    `WITH settled AS (
+    prepared(
+      `WITH settled AS (
        UPDATE effects SET status = $3, receipt = $4, error = $5, settled_at = now(), updated_at = now(),
               lease_owner = NULL, lease_expires_at = NULL
        WHERE id = $1 AND status = 'pending' AND lease_owner = $2
@@ -292,14 +298,15 @@ export async function settleEffectLocked(db: PoolClient, settlement: Settlement)
      )
      INSERT INTO job_events (job_id, type, detail)
      SELECT job_id, $6, jsonb_strip_nulls(jsonb_build_object('name', name, 'status', $3::text, 'receipt', $4::jsonb, 'error', $5::jsonb)) FROM settled`,
-    [
-      settlement.effectId,
-      settlement.owner,
-      settlement.status,
-      settlement.receipt ? JSON.stringify(settlement.receipt) : null,
-      settlement.error ? JSON.stringify(settlement.error) : null,
-      settlement.status === 'needs_review' ? JobEventType.effectNeedsReview : JobEventType.effectSettled,
-    ],
+      [
+        settlement.effectId,
+        settlement.owner,
+        settlement.status,
+        settlement.receipt ? JSON.stringify(settlement.receipt) : null,
+        settlement.error ? JSON.stringify(settlement.error) : null,
+        settlement.status === 'needs_review' ? JobEventType.effectNeedsReview : JobEventType.effectSettled,
+      ],
+    ),
   );
   return rowCount === 1;
 }

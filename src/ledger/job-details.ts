@@ -1,6 +1,7 @@
 import { JobEventType } from './events';
 import { JOB_COLUMNS, toJobRecord, type JobRecord } from './jobs';
 import type { JobScope } from '../jobs/scope';
+import { prepared } from '../db/prepared';
 import type { Queryable } from './queryable';
 
 export interface EventDetail {
@@ -45,7 +46,7 @@ export function newJobDetails(job: JobRecord): JobDetails {
  * A job with its details document and settlement. The document is stored on
  * the row once the job is terminal (a replay is one row), built from the
  * child tables while it runs; the settlement exists from the terminal write
- * on. Each read is a named statement: PostgreSQL plans it once per
+ * on. Each read is prepared (db/prepared): PostgreSQL plans it once per
  * connection instead of at every replay.
  */
 const SELECT_DETAILS = `SELECT ${JOB_COLUMNS},
@@ -54,17 +55,17 @@ const SELECT_DETAILS = `SELECT ${JOB_COLUMNS},
     CASE WHEN jobs.run > 1 THEN job_settlements(jobs.id) END AS settlements
   FROM jobs`;
 
-const BY_ID = { name: 'job-details-by-id', text: `${SELECT_DETAILS} WHERE jobs.id = $1` };
-const BY_SCOPE = { name: 'job-details-by-scope', text: `${SELECT_DETAILS} WHERE principal_id = $1 AND operation = $2 AND idempotency_key = $3` };
+const BY_ID = `${SELECT_DETAILS} WHERE jobs.id = $1`;
+const BY_SCOPE = `${SELECT_DETAILS} WHERE principal_id = $1 AND operation = $2 AND idempotency_key = $3`;
 
 /** A job and its details by id, or undefined. */
 export async function loadJobDetailsById(db: Queryable, id: string): Promise<JobDetails | undefined> {
-  const { rows } = await db.query<DetailsRow>({ ...BY_ID, values: [id] });
+  const { rows } = await db.query<DetailsRow>(prepared(BY_ID, [id]));
   return toDetails(rows[0]);
 }
 
 /** The job of a scope and its details, or undefined. */
 export async function loadJobDetailsByScope(db: Queryable, scope: JobScope): Promise<JobDetails | undefined> {
-  const { rows } = await db.query<DetailsRow>({ ...BY_SCOPE, values: [scope.principalId, scope.operation, scope.idempotencyKey] });
+  const { rows } = await db.query<DetailsRow>(prepared(BY_SCOPE, [scope.principalId, scope.operation, scope.idempotencyKey]));
   return toDetails(rows[0]);
 }

@@ -4,6 +4,7 @@ import { JobStatus } from '../jobs/status';
 import type { JobScope } from '../jobs/scope';
 import type { BillingPolicy } from '../operations/define';
 import { appendEvent, JobEventType } from './events';
+import { prepared } from '../db/prepared';
 import type { Queryable } from './queryable';
 
 export interface JobRecord extends JobScope {
@@ -111,7 +112,8 @@ export async function admitJob(db: Pool, job: NewJob): Promise<{ job: JobRecord;
     // Invariant 1: the database, not this code, decides who creates the job.
     // The created event is written by the same statement, only when the row was.
     const inserted = await db.query<JobRow>(
-      `WITH inserted AS (
+      prepared(
+        `WITH inserted AS (
          INSERT INTO jobs (id, principal_id, operation, idempotency_key, request_digest, schema_version, input, workflow_id, billing, route_version, deadline_at)
          VALUES (COALESCE($10::uuid, gen_random_uuid()), $1, $2, $3, $4, $5, $6, $7, $8, $9, $11)
          ON CONFLICT (principal_id, operation, idempotency_key) DO NOTHING
@@ -121,7 +123,8 @@ export async function admitJob(db: Pool, job: NewJob): Promise<{ job: JobRecord;
          SELECT id, '${JobEventType.created}', jsonb_build_object('requestDigest', request_digest), created_at FROM inserted
        )
        SELECT * FROM inserted`,
-      [job.principalId, job.operation, job.idempotencyKey, job.requestDigest, job.schemaVersion, job.input, job.workflowId, job.billing === 'all-attempts' ? 'all_attempts' : 'winner', job.routeVersion ?? null, job.id ?? null, job.deadlineAt ?? null],
+        [job.principalId, job.operation, job.idempotencyKey, job.requestDigest, job.schemaVersion, job.input, job.workflowId, job.billing === 'all-attempts' ? 'all_attempts' : 'winner', job.routeVersion ?? null, job.id ?? null, job.deadlineAt ?? null],
+      ),
     );
     if (inserted.rows[0]) return { job: toJobRecord(inserted.rows[0]), created: true };
     const existing = await findJobByScope(db, job);
@@ -188,7 +191,7 @@ export async function findJobByScope(db: Queryable, scope: JobScope): Promise<Jo
 
 /** A job by id, or undefined. Tenant checks are the caller's (see api/jobs-routes). */
 export async function getJob(db: Queryable, id: string): Promise<JobRecord | undefined> {
-  const { rows } = await db.query<JobRow>(`SELECT ${JOB_COLUMNS} FROM jobs WHERE id = $1`, [id]);
+  const { rows } = await db.query<JobRow>(prepared(`SELECT ${JOB_COLUMNS} FROM jobs WHERE id = $1`, [id]));
   return rows[0] ? toJobRecord(rows[0]) : undefined;
 }
 
@@ -296,13 +299,15 @@ export async function getJobOutput(db: Queryable, id: string): Promise<unknown> 
 export async function settleJob(db: Queryable, jobId: string, result: unknown): Promise<boolean> {
   // Only a job with a winner and not yet terminal; the event goes with it in one statement.
   const { rowCount } = await db.query(
-    `WITH done AS (
+    prepared(
+      `WITH done AS (
        UPDATE jobs SET status = 'succeeded', result = $2, version = version + 1, terminal_at = now(), updated_at = now()
        WHERE id = $1 AND terminal_at IS NULL AND completed_by IS NOT NULL
        RETURNING id
      )
      INSERT INTO job_events (job_id, type, detail) SELECT id, '${JobEventType.succeeded}', '{}'::jsonb FROM done`,
-    [jobId, JSON.stringify(result)],
+      [jobId, JSON.stringify(result)],
+    ),
   );
   return Boolean(rowCount);
 }

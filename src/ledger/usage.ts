@@ -1,4 +1,5 @@
 import type { ModelPrice } from '../providers/config';
+import { prepared } from '../db/prepared';
 import type { Queryable } from './queryable';
 
 /**
@@ -32,24 +33,26 @@ export async function recordUsageLocked(tx: Queryable, attemptId: string, usage:
   const price = usage.price;
   // Invariant 13: usage is written once; nothing sent costs exactly 0, in any currency.
   const { rowCount } = await tx.query(
-    `UPDATE attempts SET usage_reported = true, input_tokens = $2, output_tokens = $3, cached_tokens = $4, model_used = $5,
+    prepared(
+      `UPDATE attempts SET usage_reported = true, input_tokens = $2, output_tokens = $3, cached_tokens = $4, model_used = $5,
             provider_request_id = $6, latency_ms = $7, cost_currency = $10,
             cost = CASE WHEN $2::bigint = 0 AND $3::bigint = 0 THEN 0
                         WHEN $8::numeric IS NULL OR $9::numeric IS NULL THEN NULL
                         ELSE trim_scale(($2::bigint * $8::numeric + $3::bigint * $9::numeric) / 1000000) END
      WHERE id = $1 AND NOT usage_reported`,
-    [
-      attemptId,
-      usage.inputTokens,
-      usage.outputTokens,
-      usage.cachedTokens ?? null,
-      usage.model ?? null,
-      usage.providerRequestId ?? null,
-      usage.latencyMs === undefined ? null : Math.round(usage.latencyMs),
-      price?.inputPerMillion ?? null,
-      price?.outputPerMillion ?? null,
-      price?.currency ?? null,
-    ],
+      [
+        attemptId,
+        usage.inputTokens,
+        usage.outputTokens,
+        usage.cachedTokens ?? null,
+        usage.model ?? null,
+        usage.providerRequestId ?? null,
+        usage.latencyMs === undefined ? null : Math.round(usage.latencyMs),
+        price?.inputPerMillion ?? null,
+        price?.outputPerMillion ?? null,
+        price?.currency ?? null,
+      ],
+    ),
   );
   return rowCount === 1;
 }

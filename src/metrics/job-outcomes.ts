@@ -1,6 +1,7 @@
 import type { Queryable } from '../ledger/queryable';
 import { JobEventType } from '../ledger/events';
 import type { Metrics } from './metrics';
+import { prepared } from '../db/prepared';
 
 /**
  * The outcomes a job is counted under: admitted once, when its intent is
@@ -42,12 +43,14 @@ export function countJobAdmitted(metrics: Metrics, operation: string, routeVersi
 export async function countJobEnded(db: Queryable, metrics: Metrics, jobId: string, onError: (err: unknown) => void = warnUncounted(jobId)): Promise<{ operation: string; routeVersion: string | null } | undefined> {
   try {
     const { rows } = await db.query<{ operation: string; route_version: string | null; status: string; with_unknowns: boolean; with_contract_violations: boolean; with_effects_in_review: boolean }>(
-      `SELECT j.operation, j.route_version, j.status,
+      prepared(
+        `SELECT j.operation, j.route_version, j.status,
               EXISTS (SELECT 1 FROM job_events e WHERE e.job_id = j.id AND e.type = $2) AS with_unknowns,
               EXISTS (SELECT 1 FROM attempts a WHERE a.job_id = j.id AND a.error_class = 'contract_violation') AS with_contract_violations,
               EXISTS (SELECT 1 FROM job_events e WHERE e.job_id = j.id AND e.type = $3) AS with_effects_in_review
        FROM jobs j WHERE j.id = $1 AND j.terminal_at IS NOT NULL`,
-      [jobId, JobEventType.attemptUnknown, JobEventType.effectNeedsReview],
+        [jobId, JobEventType.attemptUnknown, JobEventType.effectNeedsReview],
+      ),
     );
     const row = rows[0];
     if (!row) return undefined;
