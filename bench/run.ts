@@ -3,7 +3,7 @@
  * measured side by side with references in one run, on the same PostgreSQL,
  * Temporal dev server and simulators (each a process of its own).
  *
- * Sections (default: front-door,e2e,start):
+ * Sections (default: front-door,e2e,start,breakdown):
  * - front-door: replay of a finished key vs a bare Fastify route doing one
  *   primary-key lookup; admission of a new key vs a bare INSERT plus
  *   workflow.start; a storm of 1,000 identical POSTs (one job).
@@ -11,6 +11,8 @@
  *   (bench/peers/dbos), concurrency 1 and 16: CPU per job of the whole
  *   system (app, PostgreSQL, Temporal), latency, throughput, history length.
  * - start: the first job after a start against the hundredth.
+ * - breakdown: where a job's CPU goes at concurrency 16: the API's and the
+ *   worker's threads, PostgreSQL's statements (pg_stat_statements).
  * - memory (long): API and worker RSS after 10,000 and 50,000 jobs.
  * - scale (long): admission, replay and end-to-end cost as the ledger grows
  *   from 1,000 to 1,000,000 jobs, and the plans of the hot statements.
@@ -20,6 +22,7 @@
  */
 import { parseArgs } from 'node:util';
 import { startInfra } from './infra';
+import { breakdownSection } from './sections/breakdown';
 import { e2eSection } from './sections/e2e';
 import { frontDoorSection } from './sections/front-door';
 import { memorySection } from './sections/memory';
@@ -27,11 +30,11 @@ import { scaleSection } from './sections/scale';
 import { startSection } from './sections/start';
 import { printRows, type ResultRow } from './stats';
 
-const SECTIONS = ['front-door', 'e2e', 'start', 'memory', 'scale'] as const;
+const SECTIONS = ['front-door', 'e2e', 'start', 'breakdown', 'memory', 'scale'] as const;
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { sections: { type: 'string', default: 'front-door,e2e,start' }, rounds: { type: 'string', default: '3' }, quick: { type: 'boolean', default: false } },
+    options: { sections: { type: 'string', default: 'front-door,e2e,start,breakdown' }, rounds: { type: 'string', default: '3' }, quick: { type: 'boolean', default: false } },
     strict: true,
   });
   const sections = values.sections!.split(',').map((s) => s.trim());
@@ -46,6 +49,7 @@ async function main(): Promise<void> {
     if (sections.includes('front-door')) rows.push(...(await frontDoorSection(infra, { rounds }, log)));
     if (sections.includes('e2e')) rows.push(...(await e2eSection(infra, { rounds, jobsAt1: quick ? 20 : 60, jobsAt16: quick ? 100 : 400 }, log)));
     if (sections.includes('start')) rows.push(...(await startSection(infra, { rounds }, log)));
+    if (sections.includes('breakdown')) rows.push(...(await breakdownSection(infra, { jobs: quick ? 100 : 400 }, log)));
     if (sections.includes('memory')) rows.push(...(await memorySection(infra, quick ? { first: 1_000, total: 3_000 } : { first: 10_000, total: 50_000 }, log)));
     if (sections.includes('scale')) rows.push(...(await scaleSection(infra, { sizes: quick ? [1_000, 50_000] : [1_000, 100_000, 1_000_000] }, log)));
   } finally {
