@@ -23,6 +23,21 @@ function delta(before: Counts, after: Counts): Counts {
   return changed;
 }
 
+/**
+ * The counts' change since `before`, once it is `expected` (or after 5 s):
+ * the worker counts a job just after its terminal write commits, so a reader
+ * that saw the job terminal may be a moment early. Read once more a little
+ * later, so a count that arrives twice is seen.
+ */
+async function settledDelta(metrics: Parameters<typeof outcomes>[0], route: string, before: Counts, expected: Counts): Promise<Counts> {
+  const deadline = Date.now() + 5_000;
+  while (JSON.stringify(delta(before, await outcomes(metrics, route))) !== JSON.stringify(expected) && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  return delta(before, await outcomes(metrics, route));
+}
+
 describe('job outcomes by operation and route version (the denominators of success and harm)', () => {
   let stack: TestStack;
   const route = routeVersionOf(SIM_ROUTE);
@@ -48,28 +63,28 @@ describe('job outcomes by operation and route version (the denominators of succe
     expect(job.status).toBe('succeeded');
     const { rows } = await stack.db.pool.query('SELECT route_version FROM jobs WHERE id = $1', [job.id]);
     expect(rows[0].route_version).toBe(route);
-    expect(delta(before, await outcomes(stack.metrics, route))).toEqual({ admitted: 1, succeeded: 1 });
+    expect(await settledDelta(stack.metrics, route, before, { admitted: 1, succeeded: 1 })).toEqual({ admitted: 1, succeeded: 1 });
   });
 
   it('counts a job whose first attempt became unknown among the jobs with unknowns, though it succeeded', async () => {
     const before = await outcomes(stack.metrics, route);
     const job = await run('Hi @sim(sim-primary:status=503)');
     expect(job.status).toBe('succeeded');
-    expect(delta(before, await outcomes(stack.metrics, route))).toEqual({ admitted: 1, succeeded: 1, with_unknowns: 1 });
+    expect(await settledDelta(stack.metrics, route, before, { admitted: 1, succeeded: 1, with_unknowns: 1 })).toEqual({ admitted: 1, succeeded: 1, with_unknowns: 1 });
   });
 
   it('counts a job whose first answer broke the contract among the jobs with contract violations', async () => {
     const before = await outcomes(stack.metrics, route);
     const job = await run('Hi @sim(sim-primary:extra-key)');
     expect(job.status).toBe('succeeded');
-    expect(delta(before, await outcomes(stack.metrics, route))).toEqual({ admitted: 1, succeeded: 1, with_contract_violations: 1 });
+    expect(await settledDelta(stack.metrics, route, before, { admitted: 1, succeeded: 1, with_contract_violations: 1 })).toEqual({ admitted: 1, succeeded: 1, with_contract_violations: 1 });
   });
 
   it('counts a job whose attempts all failed as failed', async () => {
     const before = await outcomes(stack.metrics, route);
     const job = await run('Hi @sim(*:status=400)');
     expect(job.status).toBe('failed');
-    expect(delta(before, await outcomes(stack.metrics, route))).toEqual({ admitted: 1, failed: 1 });
+    expect(await settledDelta(stack.metrics, route, before, { admitted: 1, failed: 1 })).toEqual({ admitted: 1, failed: 1 });
   });
 
   it('counts a job cancelled through the API as cancelled, once, and a second cancel not at all', async () => {
@@ -84,7 +99,7 @@ describe('job outcomes by operation and route version (the denominators of succe
 
     // Assert
     expect([cancelled.statusCode, again.statusCode]).toEqual([200, 409]);
-    expect(delta(before, await outcomes(stack.metrics, route))).toEqual({ admitted: 1, cancelled: 1 });
+    expect(await settledDelta(stack.metrics, route, before, { admitted: 1, cancelled: 1 })).toEqual({ admitted: 1, cancelled: 1 });
   });
 
   it('counts a terminal job that had an effect in review among the jobs with effects in review, and an open job not at all', async () => {
