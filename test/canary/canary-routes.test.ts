@@ -73,8 +73,10 @@ describe('canary routes', () => {
     expect(started.json()).toMatchObject({ kind: 'canary', state: 'running', owner: 'olga', sharePercent: 100, previousVersion: BASELINE, steps: BACKUP_FIRST });
     const view = await versionView(version);
     expect(view).toMatchObject({ admitted: 1, open: 0, window: { size: 200, jobs: 1, succeeded: 1, withContractViolations: 0 } });
-    const counted = (await stack.metrics.jobOutcomes.get()).values.filter((v) => v.labels.route === version).map((v) => [v.labels.outcome, v.value]);
-    expect(Object.fromEntries(counted)).toEqual({ admitted: 1, succeeded: 1 });
+    // The worker counts the job just after its terminal write commits: a moment after the job reads as terminal.
+    const counted = async () => Object.fromEntries((await stack.metrics.jobOutcomes.get()).values.filter((v) => v.labels.route === version).map((v) => [v.labels.outcome, v.value]));
+    for (const deadline = Date.now() + 5_000; (await counted()).succeeded === undefined && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 25));
+    expect(await counted()).toEqual({ admitted: 1, succeeded: 1 });
   });
 
   it('keeps a job on the canary it was admitted to after the canary stops; new jobs take the previous route', async () => {
