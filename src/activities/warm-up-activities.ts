@@ -4,6 +4,8 @@ import { compileContracts } from '../contracts/output';
 import { createAnthropicProvider } from '../providers/anthropic';
 import { createOpenAiCompatibleProvider } from '../providers/openai-compatible';
 import type { ProviderAdapter } from '../providers/types';
+import { rehearseJob } from '../ledger/rehearsal';
+import { WARM_CONNECTIONS } from '../db/pool';
 import type { ActivityDeps } from './deps';
 
 /** What the loopback server answers, by path: a chat completion, a message, or a plain JSON body. */
@@ -34,23 +36,24 @@ export interface WarmUpReport {
 
 /**
  * What a worker does once, before its first job, so that job costs what the
- * hundredth does: the output contracts are compiled, database connections
- * opened, and the HTTP client that effects use (Node's fetch) and the SDK of
- * each kind of provider the routes use taken through one request each to a
- * server of its own, on loopback, that lives only for it: a twin of the
+ * hundredth does: the output contracts are compiled; database connections
+ * opened and taken through a job's statements (rehearseJob: rolled back,
+ * nothing stays); the HTTP client that effects use (Node's fetch) and the
+ * SDK of each kind of provider the routes use taken through one request each
+ * to a server of its own, on loopback, that lives only for it: a twin of the
  * provider's adapter, pointed there, sends a completion and parses the
  * answer as a real call does. Run inside the warm-up workflow, it also
  * takes the workflow sandbox, the message codecs and a local activity's round
- * trip through their first use. It reads and writes no ledger row and
- * reaches no provider and no downstream.
+ * trip through their first use. It leaves no ledger row and reaches no
+ * provider and no downstream.
  */
 export function createWarmUpActivities(deps: Pick<ActivityDeps, 'db' | 'operations' | 'providers'>) {
   return {
     async warmUp(): Promise<WarmUpReport> {
       compileContracts(deps.operations.values());
-      const clients = await Promise.all(Array.from({ length: 2 }, () => deps.db.connect()));
+      const clients = await Promise.all(Array.from({ length: WARM_CONNECTIONS }, () => deps.db.connect()));
       try {
-        const [, providerKinds] = await Promise.all([Promise.all(clients.map((client) => client.query('SELECT 1'))), onLoopback((origin) => warmUpClients(origin, deps.providers.values()))]);
+        const [, providerKinds] = await Promise.all([Promise.all(clients.map((client) => rehearseJob(client))), onLoopback((origin) => warmUpClients(origin, deps.providers.values()))]);
         return { providerKinds };
       } finally {
         for (const client of clients) client.release();

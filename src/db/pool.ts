@@ -3,9 +3,16 @@ import { isRetryableTransactionError } from './errors';
 
 export type Db = Pool;
 
-/** Pool settings from the configuration (ONCEFLOW_PG_POOL_SIZE, ONCEFLOW_PG_STATEMENT_TIMEOUT_MS). */
+/**
+ * The connections an API or worker process opens and rehearses as it starts
+ * (rehearseJob), and keeps open while idle: a job after a quiet spell finds
+ * them connected and prepared, instead of connecting anew.
+ */
+export const WARM_CONNECTIONS = 2;
+
+/** Pool settings from the configuration (ONCEFLOW_PG_POOL_SIZE, ONCEFLOW_PG_STATEMENT_TIMEOUT_MS); WARM_CONNECTIONS of them stay open while idle. */
 export function poolSettings(database: { poolSize: number; statementTimeoutMs: number }): PoolConfig {
-  return { max: database.poolSize, ...(database.statementTimeoutMs > 0 ? { statement_timeout: database.statementTimeoutMs } : {}) };
+  return { max: database.poolSize, min: Math.min(WARM_CONNECTIONS, database.poolSize), ...(database.statementTimeoutMs > 0 ? { statement_timeout: database.statementTimeoutMs } : {}) };
 }
 
 /**

@@ -1,9 +1,12 @@
 import type { PoolClient } from 'pg';
 import { listEffects } from '../ledger/effects';
 import { failJob, getJob, getJobOutput, settleJob } from '../ledger/jobs';
-import type { OperationRegistry } from '../operations/registry';
+import type { RegisteredOperation } from '../operations/operation';
 
 export type FinishOutcome = 'succeeded' | 'failed' | 'open';
+
+/** What a terminal write needs to know of each operation: its effects, and how its result is made. */
+export type FinishingOperations = ReadonlyMap<string, Pick<RegisteredOperation, 'effects' | 'finalize'>>;
 
 /** What the caller knows of a job with a winner: its operation and output, and the effect it has just settled. */
 export interface KnownJob {
@@ -20,7 +23,7 @@ export interface KnownJob {
  * yet claimed) nothing is written.
  * @returns what the job became, or 'open' when nothing was written.
  */
-export async function finishJobLocked(tx: PoolClient, jobId: string, operations: OperationRegistry, known?: KnownJob): Promise<FinishOutcome> {
+export async function finishJobLocked(tx: PoolClient, jobId: string, operations: FinishingOperations, known?: KnownJob): Promise<FinishOutcome> {
   // What the caller knows of the job saves reading it; the writes below check it is open and has a winner.
   const job = known ?? (await getJob(tx, jobId));
   if (!job || ('terminalAt' in job && (job.terminalAt || !job.completedBy))) return 'open';

@@ -15,6 +15,7 @@ import {
   type EffectRecord,
 } from '../ledger/effects';
 import { getJob, getJobInput, getJobOutput } from '../ledger/jobs';
+import { holdJobRow } from '../ledger/job-row';
 import type { Metrics } from '../metrics/metrics';
 import type { OperationRegistry } from '../operations/registry';
 import { finishJobLocked } from './finish';
@@ -111,7 +112,7 @@ export function createEffectRunner(deps: EffectRunnerDeps) {
    */
   async function settle(effect: EffectRecord, owner: string, status: 'succeeded' | 'failed' | 'needs_review', fields: { receipt?: Record<string, unknown>; error?: Record<string, unknown> }, context?: EffectContext): Promise<EffectState> {
     const finished = await inTransaction(db, async (tx) => {
-      await tx.query(prepared('SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE', [effect.jobId]));
+      await holdJobRow(tx, effect.jobId);
       if (!(await settleEffectLocked(tx, { effectId: effect.id, owner, status, ...fields }))) return undefined;
       return finishJobLocked(tx, effect.jobId, deps.operations, context ? { operation: context.operation, output: context.output, settled: { name: effect.name, status, ...fields } } : undefined);
     });

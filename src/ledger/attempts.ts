@@ -3,6 +3,7 @@ import type { Pool, PoolClient } from 'pg';
 import { inTransaction } from '../db/pool';
 import { claimEffectLocked, type EffectRecord } from './effects';
 import { appendEvent, JobEventType } from './events';
+import { holdJobRow } from './job-row';
 import type { Queryable } from './queryable';
 import { prepared } from '../db/prepared';
 import { NOTHING_SENT, recordUsageLocked, type AttemptUsage } from './usage';
@@ -310,7 +311,7 @@ export async function openAttempt(db: Pool, opening: AttemptOpening): Promise<Op
 async function lockJobThenAttempt(tx: PoolClient, attemptId: string): Promise<AttemptRecord> {
   const { rows: owner } = await tx.query<{ job_id: string }>('SELECT job_id FROM attempts WHERE id = $1', [attemptId]);
   if (!owner[0]) throw new AttemptNotFoundError(`attempt ${attemptId} is not in the ledger`);
-  await tx.query('SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE', [owner[0].job_id]);
+  await holdJobRow(tx, owner[0].job_id);
   const { rows } = await tx.query<AttemptRow>('SELECT * FROM attempts WHERE id = $1 FOR UPDATE', [attemptId]);
   return toAttempt(rows[0]!);
 }
@@ -359,6 +360,20 @@ export async function commitAttemptResult(db: Pool, attemptId: string, output: u
   return (await commitAndClaim(db, attempt, output, opts)).outcome;
 }
 
+/** What an answer offered to the result slot comes with. */
+export interface CommitOptions {
+  terminal: boolean;
+  claim?: { name: string; owner: string; leaseMs: number };
+  usage?: AttemptUsage;
+  /**
+   * The job hedges (a read-only generation): attempts in flight side by side
+   * may each win while they are live, whatever ended meanwhile (a hedge that
+   * failed moves the version on, but must not keep the unknown attempt's
+   * answer out).
+   */
+  hedged?: boolean;
+}
+
 /**
  * commitAttemptResult for an attempt the caller has read, and, when it wins
  * a job with effects, the claim of the first effect in the same transaction
@@ -369,83 +384,80 @@ export async function commitAndClaim(
   db: Pool,
   attempt: Pick<AttemptRecord, 'id' | 'jobId' | 'jobVersion' | 'provider'>,
   output: unknown,
-  opts: {
-    terminal: boolean;
-    claim?: { name: string; owner: string; leaseMs: number };
-    usage?: AttemptUsage;
-    /**
-     * The job hedges (a read-only generation): attempts in flight side by side
-     * may each win while they are live, whatever ended meanwhile (a hedge that
-     * failed moves the version on, but must not keep the unknown attempt's
-     * answer out).
-     */
-    hedged?: boolean;
-  },
+  opts: CommitOptions,
 ): Promise<{ outcome: CommitOutcome; claimed?: EffectRecord; usageRecorded?: boolean }> {
-  return inTransaction(db, async (tx) => {
-    // Invariant 5: one winner. Every change after which an attempt opened
-    // earlier must not win bumps the version (another result, this attempt
-    // failed or resolved, a cancellation, a terminal write), so this misses;
-    // `completed_by IS NULL` says the same of a winner, in so many words.
-    // A hedged job's attempts run side by side: each may win while it is live
-    // and the job is open (its own failure or resolution ends it; a cancellation
-    // or terminal write ends the job), whatever its siblings did meanwhile.
-    // The update locks the job row first, as every transition does.
-    const won = await tx.query(
+  return inTransaction(db, (tx) => commitAndClaimLocked(tx, attempt, output, opts));
+}
+
+/** commitAndClaim inside the caller's transaction. */
+export async function commitAndClaimLocked(
+  tx: PoolClient,
+  attempt: Pick<AttemptRecord, 'id' | 'jobId' | 'jobVersion' | 'provider'>,
+  output: unknown,
+  opts: CommitOptions,
+): Promise<{ outcome: CommitOutcome; claimed?: EffectRecord; usageRecorded?: boolean }> {
+  // Invariant 5: one winner. Every change after which an attempt opened
+  // earlier must not win bumps the version (another result, this attempt
+  // failed or resolved, a cancellation, a terminal write), so this misses;
+  // `completed_by IS NULL` says the same of a winner, in so many words.
+  // A hedged job's attempts run side by side: each may win while it is live
+  // and the job is open (its own failure or resolution ends it; a cancellation
+  // or terminal write ends the job), whatever its siblings did meanwhile.
+  // The update locks the job row first, as every transition does.
+  const won = await tx.query(
+    prepared(
+      `UPDATE jobs SET output = $3::jsonb, completed_by = $2, version = version + 1, updated_at = now(),
+            status = CASE WHEN $5::boolean THEN 'succeeded' ELSE 'running' END,
+            result = CASE WHEN $5::boolean THEN $3::jsonb ELSE NULL END,
+            terminal_at = CASE WHEN $5::boolean THEN now() ELSE NULL END
+     WHERE id = $1 AND completed_by IS NULL
+       AND (version = $4 OR ($6::boolean AND terminal_at IS NULL AND EXISTS (SELECT 1 FROM attempts WHERE id = $2 AND status IN ('running', 'unknown'))))`,
+      [attempt.jobId, attempt.id, JSON.stringify(output), attempt.jobVersion, opts.terminal, opts.hedged === true],
+    ),
+  );
+  if (won.rowCount === 1) {
+    const { rowCount } = await tx.query(
       prepared(
-        `UPDATE jobs SET output = $3::jsonb, completed_by = $2, version = version + 1, updated_at = now(),
-              status = CASE WHEN $5::boolean THEN 'succeeded' ELSE 'running' END,
-              result = CASE WHEN $5::boolean THEN $3::jsonb ELSE NULL END,
-              terminal_at = CASE WHEN $5::boolean THEN now() ELSE NULL END
-       WHERE id = $1 AND completed_by IS NULL
-         AND (version = $4 OR ($6::boolean AND terminal_at IS NULL AND EXISTS (SELECT 1 FROM attempts WHERE id = $2 AND status IN ('running', 'unknown'))))`,
-        [attempt.jobId, attempt.id, JSON.stringify(output), attempt.jobVersion, opts.terminal, opts.hedged === true],
+        `WITH won AS (
+         UPDATE attempts SET status = 'succeeded', ended_at = now() WHERE id = $1 AND status IN ('running', 'unknown') RETURNING id
+       )
+       INSERT INTO job_events (job_id, type, detail)
+       SELECT $2, kind.type, kind.detail FROM won, (VALUES
+         ('${JobEventType.attemptSucceeded}', jsonb_build_object('attemptId', $1::uuid, 'provider', $3::text), 1),
+         ('${JobEventType.succeeded}', jsonb_build_object('attemptId', $1::uuid), 2)) AS kind (type, detail, n)
+       WHERE kind.n = 1 OR $4::boolean
+       ORDER BY kind.n`,
+        [attempt.id, attempt.jobId, attempt.provider, opts.terminal],
       ),
     );
-    if (won.rowCount === 1) {
-      const { rowCount } = await tx.query(
-        prepared(
-          `WITH won AS (
-           UPDATE attempts SET status = 'succeeded', ended_at = now() WHERE id = $1 AND status IN ('running', 'unknown') RETURNING id
-         )
-         INSERT INTO job_events (job_id, type, detail)
-         SELECT $2, kind.type, kind.detail FROM won, (VALUES
-           ('${JobEventType.attemptSucceeded}', jsonb_build_object('attemptId', $1::uuid, 'provider', $3::text), 1),
-           ('${JobEventType.succeeded}', jsonb_build_object('attemptId', $1::uuid), 2)) AS kind (type, detail, n)
-         WHERE kind.n = 1 OR $4::boolean
-         ORDER BY kind.n`,
-          [attempt.id, attempt.jobId, attempt.provider, opts.terminal],
-        ),
-      );
-      if (!rowCount) throw new Error(`attempt ${attempt.id} won the result slot while not live; the ledger is inconsistent`);
-      const usageRecorded = opts.usage ? await recordUsageLocked(tx, attempt.id, opts.usage) : false;
-      const claimed = opts.claim && !opts.terminal ? await claimEffectLocked(tx, { jobId: attempt.jobId, ...opts.claim }) : undefined;
-      return { outcome: 'succeeded', usageRecorded, ...(claimed ? { claimed } : {}) };
-    }
-    const { rows } = await tx.query<{ completed_by: string | null; status: string }>('SELECT completed_by, status FROM jobs WHERE id = $1 FOR UPDATE', [attempt.jobId]);
-    // This attempt's own answer, offered again (by its call and by a reconciliation): it has won already.
-    if (rows[0]?.completed_by === attempt.id) return { outcome: 'succeeded' };
-    const outputSha256 = createHash('sha256').update(JSON.stringify(output) ?? '').digest('hex');
-    const { rows: current } = await tx.query<{ status: AttemptStatus }>('SELECT status FROM attempts WHERE id = $1', [attempt.id]);
-    const race = { discardedOutputSha256: outputSha256, statusWhenDiscarded: current[0]?.status, winner: rows[0]?.completed_by ?? null };
-    // Invariant 12: only a live attempt becomes discarded; an ended one (an
-    // operator's resolution among them) keeps its status, and the answer is evidence.
-    const { rowCount: discarded } = await tx.query(
-      `UPDATE attempts SET status = 'discarded', ended_at = COALESCE(ended_at, now()), evidence = COALESCE(evidence, '{}'::jsonb) || $2::jsonb
-       WHERE id = $1 AND status IN ('running', 'unknown')`,
-      [attempt.id, JSON.stringify(race)],
-    );
-    if (!discarded) {
-      await tx.query(`UPDATE attempts SET evidence = COALESCE(evidence, '{}'::jsonb) || $2::jsonb WHERE id = $1`, [
-        attempt.id,
-        JSON.stringify({ lateAnswer: { at: new Date().toISOString(), outputSha256, winner: race.winner } }),
-      ]);
-    }
-    // A discarded or late answer was paid for all the same: its usage is recorded (after settlement, as an adjustment).
+    if (!rowCount) throw new Error(`attempt ${attempt.id} won the result slot while not live; the ledger is inconsistent`);
     const usageRecorded = opts.usage ? await recordUsageLocked(tx, attempt.id, opts.usage) : false;
-    await appendEvent(tx, attempt.jobId, JobEventType.raceLost, { attemptId: attempt.id, provider: attempt.provider, jobStatus: rows[0]?.status, ...race });
-    return { outcome: discarded ? 'discarded' : 'late', usageRecorded };
-  });
+    const claimed = opts.claim && !opts.terminal ? await claimEffectLocked(tx, { jobId: attempt.jobId, ...opts.claim }) : undefined;
+    return { outcome: 'succeeded', usageRecorded, ...(claimed ? { claimed } : {}) };
+  }
+  const { rows } = await tx.query<{ completed_by: string | null; status: string }>('SELECT completed_by, status FROM jobs WHERE id = $1 FOR UPDATE', [attempt.jobId]);
+  // This attempt's own answer, offered again (by its call and by a reconciliation): it has won already.
+  if (rows[0]?.completed_by === attempt.id) return { outcome: 'succeeded' };
+  const outputSha256 = createHash('sha256').update(JSON.stringify(output) ?? '').digest('hex');
+  const { rows: current } = await tx.query<{ status: AttemptStatus }>('SELECT status FROM attempts WHERE id = $1', [attempt.id]);
+  const race = { discardedOutputSha256: outputSha256, statusWhenDiscarded: current[0]?.status, winner: rows[0]?.completed_by ?? null };
+  // Invariant 12: only a live attempt becomes discarded; an ended one (an
+  // operator's resolution among them) keeps its status, and the answer is evidence.
+  const { rowCount: discarded } = await tx.query(
+    `UPDATE attempts SET status = 'discarded', ended_at = COALESCE(ended_at, now()), evidence = COALESCE(evidence, '{}'::jsonb) || $2::jsonb
+     WHERE id = $1 AND status IN ('running', 'unknown')`,
+    [attempt.id, JSON.stringify(race)],
+  );
+  if (!discarded) {
+    await tx.query(`UPDATE attempts SET evidence = COALESCE(evidence, '{}'::jsonb) || $2::jsonb WHERE id = $1`, [
+      attempt.id,
+      JSON.stringify({ lateAnswer: { at: new Date().toISOString(), outputSha256, winner: race.winner } }),
+    ]);
+  }
+  // A discarded or late answer was paid for all the same: its usage is recorded (after settlement, as an adjustment).
+  const usageRecorded = opts.usage ? await recordUsageLocked(tx, attempt.id, opts.usage) : false;
+  await appendEvent(tx, attempt.jobId, JobEventType.raceLost, { attemptId: attempt.id, provider: attempt.provider, jobStatus: rows[0]?.status, ...race });
+  return { outcome: discarded ? 'discarded' : 'late', usageRecorded };
 }
 
 export interface AttemptFailure {
@@ -575,7 +587,7 @@ export async function resolveAttempt(
   resolution: { jobId: string; attemptId: string; outcome: 'failed' | 'cancelled'; reason: string; by: string },
 ): Promise<AttemptRecord> {
   return inTransaction(db, async (tx) => {
-    await tx.query('SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE', [resolution.jobId]);
+    await holdJobRow(tx, resolution.jobId);
     const record: AttemptResolution = { outcome: resolution.outcome, reason: resolution.reason, by: resolution.by, at: new Date().toISOString() };
     // Invariants 4 and 12: only an unknown attempt is resolved out of band.
     const { rows } = await tx.query<AttemptRow>(

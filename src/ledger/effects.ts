@@ -1,6 +1,7 @@
 import type { Pool, PoolClient } from 'pg';
 import { inTransaction } from '../db/pool';
 import { appendEvent, JobEventType } from './events';
+import { holdJobRow } from './job-row';
 import { prepared } from '../db/prepared';
 import type { Queryable } from './queryable';
 
@@ -333,7 +334,7 @@ export async function resolveEffect(
 ): Promise<EffectRecord> {
   return inTransaction(db, async (tx) => {
     // The job row first, as every transition of a job and its children.
-    await tx.query('SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE', [resolution.jobId]);
+    await holdJobRow(tx, resolution.jobId);
     const record = { outcome: resolution.outcome, reason: resolution.reason, by: resolution.by, at: new Date().toISOString() };
     const { rows } = await tx.query<EffectRow>(
       `UPDATE effects SET status = $3, resolution = $4, receipt = COALESCE($5, receipt), settled_at = now(), updated_at = now()

@@ -4,6 +4,7 @@ import { JobStatus } from '../jobs/status';
 import type { JobScope } from '../jobs/scope';
 import type { BillingPolicy } from '../operations/define';
 import { appendEvent, JobEventType } from './events';
+import { holdJobRow } from './job-row';
 import { prepared } from '../db/prepared';
 import type { Queryable } from './queryable';
 
@@ -106,7 +107,7 @@ export interface NewJob extends JobScope {
  * @returns the job and whether this call created it.
  * @throws IdempotencyKeyReusedError when the scope holds a job with another digest.
  */
-export async function admitJob(db: Pool, job: NewJob): Promise<{ job: JobRecord; created: boolean }> {
+export async function admitJob(db: Queryable, job: NewJob): Promise<{ job: JobRecord; created: boolean }> {
   // A row removed by retention between the two statements is simply inserted on the next turn.
   for (;;) {
     // Invariant 1: the database, not this code, decides who creates the job.
@@ -263,7 +264,7 @@ export type CancelOutcome = 'cancelled' | 'terminal' | 'effects_started';
 export async function cancelJob(db: Pool, jobId: string, cancellation: { by: string; reason?: string }): Promise<CancelOutcome> {
   return inTransaction(db, async (tx) => {
     // The job row first (claimEffect locks it too), then a fresh look at effects.
-    await tx.query('SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE', [jobId]);
+    await holdJobRow(tx, jobId);
     // Not after an effect was claimed: cancelling could not take it back.
     const { rowCount } = await tx.query(
       `UPDATE jobs SET status = 'cancelled', version = version + 1, terminal_at = now(), updated_at = now()

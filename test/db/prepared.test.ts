@@ -1,5 +1,6 @@
 import type { PoolClient, QueryConfig } from 'pg';
 import { prepared, statementName } from '../../src/db/prepared';
+import { rehearseJob } from '../../src/ledger/rehearsal';
 import { startTestStack, submitReply, type TestStack } from '../harness/stack';
 
 describe('prepared statements', () => {
@@ -25,47 +26,70 @@ interface Ran {
   values: unknown[];
 }
 
+/** Records every statement `client` is asked to run into `ran`, while `recording()` says so. */
+function recordStatements(client: PoolClient, ran: Ran[], recording: () => boolean = () => true): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  (client as { query: unknown }).query = (first: unknown, ...rest: unknown[]) => {
+    if (!recording()) return query(first, ...rest);
+    if (typeof first === 'string') ran.push({ text: first, values: Array.isArray(rest[0]) ? rest[0] : [] });
+    else if (first && typeof first === 'object' && 'text' in first) {
+      const config = first as QueryConfig;
+      ran.push({ text: config.text, ...(config.name ? { name: config.name } : {}), values: config.values ?? [] });
+    }
+    return query(first, ...rest);
+  };
+}
+
 describe("a job's happy path", () => {
   let stack: TestStack;
+  /** The statements that carried the job's key or ids (not a sweeper's or a canary's meanwhile), in the order they ran. */
+  let ofThisJob: Ran[];
   beforeAll(async () => {
     stack = await startTestStack();
-  });
-  afterAll(() => stack.close());
-
-  it('runs only prepared statements, in the API and in the worker', async () => {
-    // Arrange: every statement the shared pool runs from here on is recorded (the API and the worker's activities use it).
+    // Every statement the shared pool runs while one job goes through is recorded (the API and the worker's activities use it).
     const ran: Ran[] = [];
     let recording = true;
     const recorded = new WeakSet<PoolClient>();
     const record = (client: PoolClient) => {
       if (recorded.has(client)) return;
       recorded.add(client);
-      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-      (client as { query: unknown }).query = (first: unknown, ...rest: unknown[]) => {
-        if (!recording) return query(first, ...rest);
-        if (typeof first === 'string') ran.push({ text: first, values: Array.isArray(rest[0]) ? rest[0] : [] });
-        else if (first && typeof first === 'object' && 'text' in first) {
-          const config = first as QueryConfig;
-          ran.push({ text: config.text, ...(config.name ? { name: config.name } : {}), values: config.values ?? [] });
-        }
-        return query(first, ...rest);
-      };
+      recordStatements(client, ran, () => recording);
     };
     stack.db.pool.on('acquire', record);
     const key = `prepared-${Date.now()}`;
-
-    // Act
     const response = await submitReply(stack, { key, message: 'Where is my order?', wait: 20 });
     stack.db.pool.removeListener('acquire', record);
     recording = false;
-
-    // Assert: the statements that carried this job's key or ids (not a sweeper's or a canary's meanwhile) were all prepared.
     const job = response.json();
     expect(job.status).toBe('succeeded');
     const { rows } = await stack.db.pool.query<{ id: string }>('SELECT id FROM attempts WHERE job_id = $1 UNION ALL SELECT id FROM effects WHERE job_id = $1', [job.id]);
     const ours = new Set<unknown>([key, job.id, ...rows.map((row) => row.id)]);
-    const ofThisJob = ran.filter((statement) => statement.values.some((value) => ours.has(value)));
+    ofThisJob = ran.filter((statement) => statement.values.some((value) => ours.has(value)));
+  });
+  afterAll(() => stack.close());
+
+  it('runs only prepared statements, in the API and in the worker', () => {
     expect(ofThisJob.length).toBeGreaterThanOrEqual(12);
     expect(ofThisJob.filter((statement) => statement.name === undefined).map((statement) => statement.text.replace(/\s+/g, ' ').slice(0, 80))).toEqual([]);
+  });
+
+  it('runs no statement that a rehearsed connection has not prepared already', async () => {
+    // Arrange: a connection of the pool, its statements recorded.
+    const client = await stack.db.pool.connect();
+    const rehearsed: Ran[] = [];
+    try {
+      recordStatements(client, rehearsed);
+
+      // Act
+      await rehearseJob(client);
+    } finally {
+      client.release(true);
+    }
+
+    // Assert: every statement of the job was among the rehearsal's, by its prepared name.
+    const names = new Set(rehearsed.map((statement) => statement.name));
+    const missed = ofThisJob.filter((statement) => !names.has(statement.name)).map((statement) => statement.text.replace(/\s+/g, ' ').slice(0, 80));
+    expect(ofThisJob.length).toBeGreaterThanOrEqual(12);
+    expect([...new Set(missed)]).toEqual([]);
   });
 });

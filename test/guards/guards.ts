@@ -23,9 +23,9 @@ export const GUARDS: Guard[] = [
     name: 'an ended attempt is never rewritten as discarded (an operator resolution stands)',
     file: 'src/ledger/attempts.ts',
     find: `evidence = COALESCE(evidence, '{}'::jsonb) || $2::jsonb
-       WHERE id = $1 AND status IN ('running', 'unknown')`,
+     WHERE id = $1 AND status IN ('running', 'unknown')`,
     replace: `evidence = COALESCE(evidence, '{}'::jsonb) || $2::jsonb
-       WHERE id = $1`,
+     WHERE id = $1`,
     tests: ['test/attempts/one-winner.test.ts', 'test/faults/attempt-races.test.ts'],
     testNamePattern: 'resolved out of band|resolution that lands',
   },

@@ -1,0 +1,60 @@
+import { randomUUID } from 'node:crypto';
+import type { PoolClient } from 'pg';
+import { finishJobLocked, type FinishingOperations } from '../effects/finish';
+import { readJobEnded } from '../metrics/job-outcomes';
+import { commitAndClaimLocked, getAttempt, listAttempts, lockJobRow, markAttemptRunning, openAttemptLocked } from './attempts';
+import { beginEffectTry, settleEffectLocked } from './effects';
+import { loadJobDetailsById, loadJobDetailsByScope } from './job-details';
+import { holdJobRow } from './job-row';
+import { admitJob, getJob } from './jobs';
+
+/** The operation, provider, model and effect a rehearsal names: none of them is configured anywhere. */
+const REHEARSAL = 'onceflow.rehearsal';
+const OPERATIONS: FinishingOperations = new Map([[REHEARSAL, { effects: [REHEARSAL] }]]);
+
+/**
+ * Takes one database connection through the statements of a job's happy
+ * path, as the API and the worker run them (admission and the waiter's
+ * reads; the attempt opened, sent and won with its usage and the effect's
+ * claim; the effect's try and settlement; the terminal write; the outcome
+ * read), on a job of its own, in a transaction that is rolled back. What
+ * stays is what the first real job would otherwise pay on this connection:
+ * each statement prepared (parsed and planned once), the catalog entries of
+ * the tables, indexes and triggers it touches loaded, the PL/pgSQL functions
+ * (the details document among them) compiled. Nothing stays written, and
+ * nobody sees the job: its rows and events, and the notification of its
+ * terminal write, go with the rollback (a sequence may skip a number).
+ * @throws what the database throws; the transaction is rolled back all the same.
+ */
+export async function rehearseJob(client: PoolClient): Promise<void> {
+  const scope = { principalId: REHEARSAL, operation: REHEARSAL, idempotencyKey: randomUUID() };
+  await client.query('BEGIN');
+  try {
+    await loadJobDetailsByScope(client, scope);
+    const { job } = await admitJob(client, { ...scope, requestDigest: '0'.repeat(64), schemaVersion: 1, input: {}, workflowId: `${REHEARSAL}-${scope.idempotencyKey}` });
+    await getJob(client, job.id);
+    await lockJobRow(client, job.id, { withInput: true });
+    const known = await listAttempts(client, job.id);
+    const opened = await openAttemptLocked(client, { jobId: job.id, attemptId: randomUUID(), provider: REHEARSAL, model: REHEARSAL, operation: REHEARSAL, known });
+    if (opened.kind !== 'opened') throw new Error(`the rehearsal job's attempt was not opened (${opened.kind})`);
+    const attempt = opened.attempt;
+    await markAttemptRunning(client, attempt.id);
+    const output = { rehearsal: true };
+    const won = await commitAndClaimLocked(client, attempt, output, {
+      terminal: false,
+      claim: { name: REHEARSAL, owner: REHEARSAL, leaseMs: 60_000 },
+      usage: { inputTokens: 1, outputTokens: 1, model: REHEARSAL, latencyMs: 0 },
+    });
+    if (!won.claimed) throw new Error('the rehearsal job was not won with its effect claimed');
+    await getAttempt(client, attempt.id);
+    await beginEffectTry(client, won.claimed.id, REHEARSAL);
+    await holdJobRow(client, job.id);
+    const settled = { name: REHEARSAL, status: 'succeeded' as const, receipt: {} };
+    await settleEffectLocked(client, { effectId: won.claimed.id, owner: REHEARSAL, status: settled.status, receipt: settled.receipt });
+    if ((await finishJobLocked(client, job.id, OPERATIONS, { operation: REHEARSAL, output, settled })) !== 'succeeded') throw new Error('the rehearsal job did not end');
+    await readJobEnded(client, job.id);
+    await loadJobDetailsById(client, job.id);
+  } finally {
+    await client.query('ROLLBACK');
+  }
+}
