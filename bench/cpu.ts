@@ -4,6 +4,26 @@ import { readdirSync, readFileSync } from 'node:fs';
 /** Clock ticks per second of /proc's CPU times. */
 export const TICKS_PER_SECOND = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 
+/** A /proc stat line (of a process, or of one of its threads), read: its command name and the numeric fields after it. */
+export interface StatLine {
+  name: string;
+  ppid: number;
+  /** CPU time in ticks: its own (user and system), and that of the children it has reaped. */
+  ownTicks: number;
+  reapedTicks: number;
+}
+
+/**
+ * Reads /proc/<pid>/stat or /proc/<pid>/task/<tid>/stat.
+ * @throws when the process or thread is gone.
+ */
+export function readStat(file: string): StatLine {
+  const stat = readFileSync(file, 'utf8');
+  // The command may hold spaces and parentheses: the fields start after the last ')'.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+  return { name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), ppid: fields[1]!, ownTicks: fields[11]! + fields[12]!, reapedTicks: fields[13]! + fields[14]! };
+}
+
 interface ProcessTimes {
   ppid: number;
   /** Its own CPU time and that of its children it has reaped, in ticks. */
@@ -15,11 +35,8 @@ function readProcesses(): Map<number, ProcessTimes> {
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      // The command may hold spaces and parentheses: the fields start after the last ')'.
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const [utime, stime, cutime, cstime] = [fields[11], fields[12], fields[13], fields[14]].map(Number);
-      processes.set(Number(entry), { ppid: Number(fields[1]), ticks: utime! + stime! + cutime! + cstime! });
+      const stat = readStat(`/proc/${entry}/stat`);
+      processes.set(Number(entry), { ppid: stat.ppid, ticks: stat.ownTicks + stat.reapedTicks });
     } catch {
       // gone meanwhile
     }

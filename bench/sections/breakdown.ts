@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Client } from 'pg';
 import { startEmbeddedPostgres } from '../../src/stack/postgres';
 import { freePort } from '../../src/stack/temporal-dev';
-import { TICKS_PER_SECOND } from '../cpu';
+import { readStat, TICKS_PER_SECOND } from '../cpu';
 import { runJobs, startOnceflow } from '../e2e';
 import type { Infra } from '../infra';
 import { fixed, type ResultRow } from '../stats';
@@ -14,9 +14,8 @@ function threadCpuMs(pid: number): Map<number, { name: string; ms: number }> {
   const threads = new Map<number, { name: string; ms: number }>();
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      threads.set(Number(tid), { name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), ms: ((Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND) * 1000 });
+      const stat = readStat(`/proc/${pid}/task/${tid}/stat`);
+      threads.set(Number(tid), { name: stat.name, ms: (stat.ownTicks / TICKS_PER_SECOND) * 1000 });
     } catch {
       // gone meanwhile
     }

@@ -5,7 +5,7 @@ import { createRegistry } from '../../src/operations/registry';
 import { loadConfig } from '../../src/config';
 import { buildActivityDeps } from '../../src/worker/activity-deps';
 import { listAttempts, markAttemptUnknown, openAttempt, resolveAttempt } from '../../src/ledger/attempts';
-import { until } from '../harness/worker-process';
+import { until } from '../harness/poll';
 import { auth, isTerminalJob, KEYS, readJob, startTestStack, submitReply, waitForJob, type TestStack } from '../harness/stack';
 
 describe('one winner (invariants 3 and 5)', () => {

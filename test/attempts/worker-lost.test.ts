@@ -1,6 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { auth, isTerminalJob, KEYS, readJob, startTestStack, submitReply, waitForJob, type TestStack } from '../harness/stack';
-import { startWorkerProcess, until } from '../harness/worker-process';
+import { until } from '../harness/poll';
+import { startWorkerProcess } from '../harness/worker-process';
 
 describe('a worker killed mid-attempt', () => {
   const env = {

@@ -4,6 +4,7 @@ import { promoteCanary, stopCanaryIfRunning } from '../../src/ledger/route-versi
 import { createRegistry } from '../../src/operations/registry';
 import { routeVersionOf } from '../../src/providers/route-version';
 import { SIM_ROUTE } from '../../src/sim/providers';
+import { pollUntil } from '../harness/poll';
 import { auth, isTerminalJob, KEYS, runReply, startTestStack, submitReply, waitForJob, type TestStack } from '../harness/stack';
 
 const OPERATION = 'support.reply';
@@ -75,7 +76,7 @@ describe('canary routes', () => {
     expect(view).toMatchObject({ admitted: 1, open: 0, window: { size: 200, jobs: 1, succeeded: 1, withContractViolations: 0 } });
     // The worker counts the job just after its terminal write commits: a moment after the job reads as terminal.
     const counted = async () => Object.fromEntries((await stack.metrics.jobOutcomes.get()).values.filter((v) => v.labels.route === version).map((v) => [v.labels.outcome, v.value]));
-    for (const deadline = Date.now() + 5_000; (await counted()).succeeded === undefined && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 25));
+    await pollUntil(async () => (await counted()).succeeded !== undefined, { timeoutMs: 5_000, everyMs: 25 });
     expect(await counted()).toEqual({ admitted: 1, succeeded: 1 });
   });
 

@@ -4,7 +4,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRegistry } from '../../src/operations/registry';
 import { auth, isTerminalJob, KEYS, readJob, startTestStack, submitReply, waitForJob, type TestStack } from '../harness/stack';
-import { startWorkerProcess, until } from '../harness/worker-process';
+import { until } from '../harness/poll';
+import { startWorkerProcess } from '../harness/worker-process';
 
 // The demo file's support.reply (operations/demo.yaml).
 const supportReply = createRegistry().get('support.reply')!;

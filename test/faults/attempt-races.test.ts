@@ -4,7 +4,7 @@ import { AttemptStatus, failAttempt, getAttempt, listAttempts, markAttemptRunnin
 import { interceptQueries, onStatements, pause } from '../harness/db-faults';
 import { gateLookups } from '../harness/gated-provider';
 import { auth, isTerminalJob, KEYS, readJob, startTestStack, submitReply, waitForJob, type TestStack } from '../harness/stack';
-import { until } from '../harness/worker-process';
+import { until } from '../harness/poll';
 import { admitJob } from '../../src/ledger/jobs';
 import { requestDigest } from '../../src/jobs/digest';
 import { jobWorkflowId } from '../../src/jobs/scope';

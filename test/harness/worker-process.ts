@@ -30,12 +30,3 @@ export function startWorkerProcess(stack: TestStack, env: NodeJS.ProcessEnv): Pr
     proc.once('exit', (code) => reject(new Error(`worker process exited with ${code}`)));
   });
 }
-
-/** Waits until check() holds, polling every 20 ms. */
-export async function until(check: () => boolean, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}

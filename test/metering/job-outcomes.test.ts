@@ -3,6 +3,7 @@ import { countJobEnded, UNRECORDED_ROUTE } from '../../src/metrics/job-outcomes'
 import { createMetrics } from '../../src/metrics/metrics';
 import { routeVersionOf } from '../../src/providers/route-version';
 import { SIM_ROUTE } from '../../src/sim/providers';
+import { pollUntil } from '../harness/poll';
 import { auth, isTerminalJob, KEYS, runReply, startTestStack, submitReply, waitForJob, type TestStack } from '../harness/stack';
 
 type Counts = Record<string, number>;
@@ -30,10 +31,7 @@ function delta(before: Counts, after: Counts): Counts {
  * later, so a count that arrives twice is seen.
  */
 async function settledDelta(metrics: Parameters<typeof outcomes>[0], route: string, before: Counts, expected: Counts): Promise<Counts> {
-  const deadline = Date.now() + 5_000;
-  while (JSON.stringify(delta(before, await outcomes(metrics, route))) !== JSON.stringify(expected) && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+  await pollUntil(async () => JSON.stringify(delta(before, await outcomes(metrics, route))) === JSON.stringify(expected), { timeoutMs: 5_000, everyMs: 25 });
   await new Promise((resolve) => setTimeout(resolve, 200));
   return delta(before, await outcomes(metrics, route));
 }

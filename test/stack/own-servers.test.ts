@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../../src/stack/temporal-dev';
+import { pollUntil } from '../harness/poll';
 import { alive, descendantsOf, launchStack, listening, processGroupOf, type LaunchedStack } from './launch';
 
 /**
@@ -189,7 +190,7 @@ describe('the servers of a process that crashes', () => {
       // Assert: each server has been told to stop and does, in its own time.
       expect(code).toBe(1);
       expect(below.length).toBeGreaterThanOrEqual(2);
-      await until(() => below.filter(alive).length === 0, 30_000);
+      await pollUntil(() => below.filter(alive).length === 0, { timeoutMs: 30_000, everyMs: 100 });
       expect(below.filter(alive)).toEqual([]);
     } finally {
       for (const pid of [owner.pid!, ...below].filter(alive)) process.kill(pid, 'SIGKILL');
@@ -197,9 +198,3 @@ describe('the servers of a process that crashes', () => {
     }
   }, 90_000);
 });
-
-/** Polls check() until it holds or timeoutMs passes (then the assertion after it fails). */
-async function until(check: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
-}
