@@ -8,13 +8,12 @@ import {
   failAttemptLocked,
   LIVE_ATTEMPT_STATUSES,
   listAttempts,
-  lockJobRow,
   takeLeftoverUnknowns,
   markAttemptUnknownLocked,
   openAttemptLocked,
   type AttemptRecord,
-  type LockedJob,
 } from '../ledger/attempts';
+import { lockJobRow, type LockedJob } from '../ledger/job-row';
 import { listEffects } from '../ledger/effects';
 import { appendEvent, JobEventType } from '../ledger/events';
 import { failJob, takeJobsToSweep } from '../ledger/jobs';

@@ -4,7 +4,7 @@ import { compileContracts } from '../contracts/output';
 import { createAnthropicProvider } from '../providers/anthropic';
 import { createOpenAiCompatibleProvider } from '../providers/openai-compatible';
 import type { ProviderAdapter } from '../providers/types';
-import { rehearseJob } from '../ledger/rehearsal';
+import { warmConnections } from '../warm-up/rehearsal';
 import { WARM_CONNECTIONS } from '../db/pool';
 import type { ActivityDeps } from './deps';
 
@@ -37,8 +37,8 @@ export interface WarmUpReport {
 /**
  * What a worker does once, before its first job, so that job costs what the
  * hundredth does: the output contracts are compiled; database connections
- * opened and taken through a job's statements (rehearseJob: rolled back,
- * nothing stays); the HTTP client that effects use (Node's fetch) and the
+ * opened and taken through a job's statements (warmConnections: rolled
+ * back, nothing stays); the HTTP client that effects use (Node's fetch) and the
  * SDK of each kind of provider the routes use taken through one request each
  * to a server of its own, on loopback, that lives only for it: a twin of the
  * provider's adapter, pointed there, sends a completion and parses the
@@ -51,13 +51,8 @@ export function createWarmUpActivities(deps: Pick<ActivityDeps, 'db' | 'operatio
   return {
     async warmUp(): Promise<WarmUpReport> {
       compileContracts(deps.operations.values());
-      const clients = await Promise.all(Array.from({ length: WARM_CONNECTIONS }, () => deps.db.connect()));
-      try {
-        const [, providerKinds] = await Promise.all([Promise.all(clients.map((client) => rehearseJob(client))), onLoopback((origin) => warmUpClients(origin, deps.providers.values()))]);
-        return { providerKinds };
-      } finally {
-        for (const client of clients) client.release();
-      }
+      const [, providerKinds] = await Promise.all([warmConnections(deps.db, WARM_CONNECTIONS), onLoopback((origin) => warmUpClients(origin, deps.providers.values()))]);
+      return { providerKinds };
     },
   };
 }

@@ -5,7 +5,7 @@ import type { OnceflowConfig } from '../config';
 import { createMetrics, type Metrics } from '../metrics/metrics';
 import { recordOperationVersions } from '../ledger/operation-versions';
 import { recordBaselines } from '../canary/baseline';
-import { rehearseJob } from '../ledger/rehearsal';
+import { warmConnections } from '../warm-up/rehearsal';
 import { WARM_CONNECTIONS } from '../db/pool';
 import { loadOperations, type LoadedOperations } from '../operations/load';
 import { loadProviders } from '../providers/load';
@@ -13,21 +13,6 @@ import { connectTemporal } from '../temporal/connect';
 import { warmUpStartMessages } from '../temporal/starter';
 import { apiContracts, buildApp, type App } from './app';
 import { JobWaiter } from './job-waiter';
-
-/**
- * Opens `count` of the pool's connections, takes each through a job's
- * statements (rehearseJob: rolled back, nothing stays), so the first
- * admissions find them prepared, and gives them back to the pool.
- * @throws what the database throws (it cannot be reached, or refuses a job's statements).
- */
-async function openConnections(db: Pool, count: number): Promise<void> {
-  const clients = await Promise.all(Array.from({ length: count }, () => db.connect()));
-  try {
-    await Promise.all(clients.map((client) => rehearseJob(client)));
-  } finally {
-    for (const client of clients) client.release();
-  }
-}
 
 export interface RunningApi {
   app: App;
@@ -67,8 +52,8 @@ export async function startApi(config: OnceflowConfig, db: Pool, metrics: Metric
   });
   try {
     await options.mount?.(app);
-    // What the first request would pay for otherwise: the LISTEN connection of Prefer: wait, pool connections, the start message's codecs.
-    await Promise.all([waiter.listen(), openConnections(db, WARM_CONNECTIONS)]);
+    // What the first request would pay for otherwise: the LISTEN connection of Prefer: wait, pool connections (rehearsed: rolled back, nothing stays), the start message's codecs.
+    await Promise.all([waiter.listen(), warmConnections(db, WARM_CONNECTIONS)]);
     warmUpStartMessages();
     await app.listen({ host: config.api.host, port: config.api.port });
   } catch (err) {

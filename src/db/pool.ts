@@ -83,9 +83,10 @@ export async function inTransaction<T>(pool: Pool, fn: (client: PoolClient) => P
  * a lost connection only while a client is idle; while it is out, its loss
  * is heard here (else it would end the process), the statement in flight or
  * the next one fails, and release() then destroys the client instead of
- * returning it to the pool.
+ * returning it to the pool (as it does when given the error that left the
+ * client in an unknown state).
  */
-export async function checkout(pool: Pool): Promise<{ client: PoolClient; release(): void }> {
+export async function checkout(pool: Pool): Promise<{ client: PoolClient; release(err?: Error): void }> {
   const client = await pool.connect();
   let lost: Error | undefined;
   const onError = (err: Error): void => {
@@ -94,9 +95,9 @@ export async function checkout(pool: Pool): Promise<{ client: PoolClient; releas
   client.on('error', onError);
   return {
     client,
-    release() {
+    release(err?: Error) {
       client.removeListener('error', onError);
-      client.release(lost);
+      client.release(lost ?? err);
     },
   };
 }

@@ -3,7 +3,7 @@ import type { Pool, PoolClient } from 'pg';
 import { inTransaction } from '../db/pool';
 import { claimEffectLocked, type EffectRecord } from './effects';
 import { appendEvent, JobEventType } from './events';
-import { holdJobRow } from './job-row';
+import { DEADLINE_LEFT_MS, holdJobRow, lockJobRow } from './job-row';
 import type { Queryable } from './queryable';
 import { prepared } from '../db/prepared';
 import { NOTHING_SENT, recordUsageLocked, type AttemptUsage } from './usage';
@@ -89,6 +89,10 @@ interface AttemptRow {
   run: number;
 }
 
+/** An attempt row's columns, named (not `*`): a prepared statement's result may not change when a newer migration adds a column. */
+const ATTEMPT_COLUMNS = `id, job_id, operation, seq, provider, model, status, job_version, started_at, ended_at, error_class, error_detail, evidence,
+  resolution, lane, usage_reported, input_tokens, output_tokens, cached_tokens, model_used, cost, cost_currency, run`;
+
 function toUsage(row: AttemptRow): RecordedUsage | null {
   if (!row.usage_reported) return null;
   return {
@@ -124,12 +128,12 @@ function toAttempt(row: AttemptRow): AttemptRecord {
 }
 
 export async function getAttempt(db: Queryable, attemptId: string): Promise<AttemptRecord | undefined> {
-  const { rows } = await db.query<AttemptRow>(prepared('SELECT * FROM attempts WHERE id = $1', [attemptId]));
+  const { rows } = await db.query<AttemptRow>(prepared(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE id = $1`, [attemptId]));
   return rows[0] ? toAttempt(rows[0]) : undefined;
 }
 
 export async function listAttempts(db: Queryable, jobId: string): Promise<AttemptRecord[]> {
-  const { rows } = await db.query<AttemptRow>(prepared('SELECT * FROM attempts WHERE job_id = $1 ORDER BY seq', [jobId]));
+  const { rows } = await db.query<AttemptRow>(prepared(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE job_id = $1 ORDER BY seq`, [jobId]));
   return rows.map(toAttempt);
 }
 
@@ -195,7 +199,7 @@ export async function openAttemptLocked(tx: PoolClient, opening: AttemptOpening 
        VALUES (COALESCE($1::uuid, gen_random_uuid()), $2, $3, (SELECT COALESCE(max(seq), 0) + 1 FROM attempts WHERE job_id = $2), $4, $5,
                (SELECT version FROM jobs WHERE id = $2), $6)
        ON CONFLICT (job_id, lane) WHERE status IN ('starting', 'running', 'unknown') DO NOTHING
-       RETURNING *
+       RETURNING ${ATTEMPT_COLUMNS}
      ), moved AS (
        UPDATE jobs j SET status = 'running', updated_at = now()
        FROM jobs before
@@ -219,67 +223,6 @@ export async function openAttemptLocked(tx: PoolClient, opening: AttemptOpening 
     return { kind: 'live', attempt: live };
   }
   return { kind: 'opened', attempt: toAttempt(rows[0]) };
-}
-
-/** What a transition needs to know of the job it locked. */
-export interface LockedJob {
-  id: string;
-  operation: string;
-  status: string;
-  version: number;
-  terminal: boolean;
-  completedBy: string | null;
-  /** Milliseconds left before the caller's deadline by the database's clock (0 or less: passed), or null without one. */
-  deadlineLeftMs: number | null;
-  /** The route version the job was admitted to (null for jobs admitted before versions were recorded). */
-  routeVersion: string | null;
-  /** The job's current run: its attempts are the ones the attempt cap counts. */
-  run: number;
-  /** The job's input, when asked for. */
-  input?: Record<string, unknown>;
-}
-
-/** Milliseconds from the transaction's now() to jobs.deadline_at (NULL without a deadline), as SQL. */
-const DEADLINE_LEFT_MS = `floor(extract(epoch FROM deadline_at - now()) * 1000)::bigint`;
-
-/**
- * Locks a job row for the rest of the caller's transaction. Every transition
- * of a job and its attempts and effects takes the job row first, then the
- * child row, so two of them never deadlock.
- */
-export async function lockJobRow(tx: PoolClient, jobId: string, opts: { withInput?: boolean } = {}): Promise<LockedJob | undefined> {
-  const { rows } = await tx.query<{
-    id: string;
-    operation: string;
-    status: string;
-    version: string;
-    terminal: boolean;
-    completed_by: string | null;
-    route_version: string | null;
-    run: number;
-    deadline_left_ms: string | null;
-    input?: Record<string, unknown>;
-  }>(
-    prepared(
-      `SELECT id, operation, status, version, terminal_at IS NOT NULL AS terminal, completed_by, route_version, run, ${DEADLINE_LEFT_MS} AS deadline_left_ms${opts.withInput ? ', input' : ''}
-     FROM jobs WHERE id = $1 FOR UPDATE`,
-      [jobId],
-    ),
-  );
-  const row = rows[0];
-  if (!row) return undefined;
-  return {
-    id: row.id,
-    operation: row.operation,
-    status: row.status,
-    version: Number(row.version),
-    terminal: row.terminal,
-    completedBy: row.completed_by,
-    routeVersion: row.route_version,
-    run: row.run,
-    deadlineLeftMs: row.deadline_left_ms === null ? null : Number(row.deadline_left_ms),
-    ...(row.input ? { input: row.input } : {}),
-  };
 }
 
 /** An attempt with its job's input and the time left before its deadline: what sending it needs, in one read. */
@@ -389,7 +332,10 @@ export async function commitAndClaim(
   return inTransaction(db, (tx) => commitAndClaimLocked(tx, attempt, output, opts));
 }
 
-/** commitAndClaim inside the caller's transaction. */
+/**
+ * commitAndClaim inside the caller's transaction.
+ * @throws Error when the attempt won the result slot while not live (the ledger is inconsistent).
+ */
 export async function commitAndClaimLocked(
   tx: PoolClient,
   attempt: Pick<AttemptRecord, 'id' | 'jobId' | 'jobVersion' | 'provider'>,

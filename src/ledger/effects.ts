@@ -65,8 +65,10 @@ interface EffectRow {
   resolution: Record<string, unknown> | null;
 }
 
+// Named, not `*`: a prepared statement's result may not change when a newer migration adds a column.
 // Lease arithmetic uses the database's clock only, so workers' clocks never disagree about it.
-const COLUMNS = `*, GREATEST(0, floor(extract(epoch FROM (lease_expires_at - now())) * 1000))::bigint AS lease_remaining_ms`;
+const COLUMNS = `id, job_id, name, effect_key, status, phase, tries, lookup_failures, lease_owner, lease_expires_at, owners, receipt, error, resolution,
+  GREATEST(0, floor(extract(epoch FROM (lease_expires_at - now())) * 1000))::bigint AS lease_remaining_ms`;
 
 function toEffect(row: EffectRow): EffectRecord {
   return {

@@ -1,12 +1,69 @@
 import { prepared } from '../db/prepared';
+import type { PoolClient } from 'pg';
 import type { Queryable } from './queryable';
 
-/**
- * Locks a job row for the rest of the caller's transaction, reading nothing
- * from it. Every transition of a job and its attempts and effects takes the
- * job row first, then the child row, so two of them never deadlock (see
- * lockJobRow, which also reads the row).
- */
+/** Locks a job row for the rest of the caller's transaction, reading nothing from it (see lockJobRow). */
 export async function holdJobRow(tx: Queryable, jobId: string): Promise<void> {
   await tx.query(prepared('SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE', [jobId]));
+}
+
+/** What a transition needs to know of the job it locked. */
+export interface LockedJob {
+  id: string;
+  operation: string;
+  status: string;
+  version: number;
+  terminal: boolean;
+  completedBy: string | null;
+  /** Milliseconds left before the caller's deadline by the database's clock (0 or less: passed), or null without one. */
+  deadlineLeftMs: number | null;
+  /** The route version the job was admitted to (null for jobs admitted before versions were recorded). */
+  routeVersion: string | null;
+  /** The job's current run: its attempts are the ones the attempt cap counts. */
+  run: number;
+  /** The job's input, when asked for. */
+  input?: Record<string, unknown>;
+}
+
+/** Milliseconds from the transaction's now() to jobs.deadline_at (NULL without a deadline), as SQL. */
+export const DEADLINE_LEFT_MS = `floor(extract(epoch FROM deadline_at - now()) * 1000)::bigint`;
+
+/**
+ * Locks a job row for the rest of the caller's transaction. Every transition
+ * of a job and its attempts and effects takes the job row first, then the
+ * child row, so two of them never deadlock.
+ */
+export async function lockJobRow(tx: PoolClient, jobId: string, opts: { withInput?: boolean } = {}): Promise<LockedJob | undefined> {
+  const { rows } = await tx.query<{
+    id: string;
+    operation: string;
+    status: string;
+    version: string;
+    terminal: boolean;
+    completed_by: string | null;
+    route_version: string | null;
+    run: number;
+    deadline_left_ms: string | null;
+    input?: Record<string, unknown>;
+  }>(
+    prepared(
+      `SELECT id, operation, status, version, terminal_at IS NOT NULL AS terminal, completed_by, route_version, run, ${DEADLINE_LEFT_MS} AS deadline_left_ms${opts.withInput ? ', input' : ''}
+     FROM jobs WHERE id = $1 FOR UPDATE`,
+      [jobId],
+    ),
+  );
+  const row = rows[0];
+  if (!row) return undefined;
+  return {
+    id: row.id,
+    operation: row.operation,
+    status: row.status,
+    version: Number(row.version),
+    terminal: row.terminal,
+    completedBy: row.completed_by,
+    routeVersion: row.route_version,
+    run: row.run,
+    deadlineLeftMs: row.deadline_left_ms === null ? null : Number(row.deadline_left_ms),
+    ...(row.input ? { input: row.input } : {}),
+  };
 }

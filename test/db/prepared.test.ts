@@ -1,6 +1,7 @@
 import type { PoolClient, QueryConfig } from 'pg';
+import { checkout, createPool } from '../../src/db/pool';
 import { prepared, statementName } from '../../src/db/prepared';
-import { rehearseJob } from '../../src/ledger/rehearsal';
+import { rehearseJob } from '../../src/warm-up/rehearsal';
 import { startTestStack, submitReply, type TestStack } from '../harness/stack';
 
 describe('prepared statements', () => {
@@ -27,7 +28,7 @@ interface Ran {
 }
 
 /** Records every statement `client` is asked to run into `ran`, while `recording()` says so. */
-function recordStatements(client: PoolClient, ran: Ran[], recording: () => boolean = () => true): void {
+function recordStatements(client: PoolClient, ran: Ran[], recording: () => boolean): void {
   const query = client.query.bind(client) as (...args: unknown[]) => unknown;
   (client as { query: unknown }).query = (first: unknown, ...rest: unknown[]) => {
     if (!recording()) return query(first, ...rest);
@@ -74,21 +75,21 @@ describe("a job's happy path", () => {
   });
 
   it('runs no statement that a rehearsed connection has not prepared already', async () => {
-    // Arrange: a connection of the pool, its statements recorded.
-    const client = await stack.db.pool.connect();
-    const rehearsed: Ran[] = [];
+    // Arrange: a new connection, which nothing has run on.
+    const pool = createPool(stack.db.url, { max: 1 });
+    const { client, release } = await checkout(pool);
+    let preparedHere: Set<string>;
     try {
-      recordStatements(client, rehearsed);
-
       // Act
       await rehearseJob(client);
+      preparedHere = new Set((await client.query<{ name: string }>('SELECT name FROM pg_prepared_statements')).rows.map((row) => row.name));
     } finally {
-      client.release(true);
+      release();
+      await pool.end();
     }
 
-    // Assert: every statement of the job was among the rehearsal's, by its prepared name.
-    const names = new Set(rehearsed.map((statement) => statement.name));
-    const missed = ofThisJob.filter((statement) => !names.has(statement.name)).map((statement) => statement.text.replace(/\s+/g, ' ').slice(0, 80));
+    // Assert: the connection holds every statement of the job, prepared, after the rehearsal's rollback.
+    const missed = ofThisJob.filter((statement) => !preparedHere.has(statement.name!)).map((statement) => statement.text.replace(/\s+/g, ' ').slice(0, 80));
     expect(ofThisJob.length).toBeGreaterThanOrEqual(12);
     expect([...new Set(missed)]).toEqual([]);
   });

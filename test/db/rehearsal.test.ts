@@ -1,7 +1,8 @@
 import { Client } from 'pg';
-import { createPool, poolSettings, WARM_CONNECTIONS } from '../../src/db/pool';
-import { rehearseJob } from '../../src/ledger/rehearsal';
+import { checkout, createPool, poolSettings, WARM_CONNECTIONS } from '../../src/db/pool';
+import { rehearseJob, warmConnections } from '../../src/warm-up/rehearsal';
 import { createTestDatabase, type TestDatabase } from '../harness/database';
+import { connectionLost, interceptQueries, pause } from '../harness/db-faults';
 
 /** Rows of every table a job writes to, counted. */
 async function countRows(db: TestDatabase): Promise<Record<string, number>> {
@@ -45,6 +46,21 @@ describe("a connection's rehearsal", () => {
     expect(heard).toEqual(['marker']);
   });
 
+  it("runs a job's statements again on the same connection after a newer migration added a column to each table they read", async () => {
+    // Arrange: every statement of a job's way prepared on one connection; then, as a newer process's migration would, a column more in each table.
+    const { client, release } = await checkout(db.pool);
+    try {
+      await rehearseJob(client);
+      for (const table of ['jobs', 'job_events', 'attempts', 'effects', 'settlements']) await db.pool.query(`ALTER TABLE ${table} ADD COLUMN added_later integer`);
+
+      // Act + Assert: a prepared statement whose result had every column of its table would now fail ("cached plan must not change result type").
+      await expect(rehearseJob(client)).resolves.toBeUndefined();
+    } finally {
+      release();
+      for (const table of ['jobs', 'job_events', 'attempts', 'effects', 'settlements']) await db.pool.query(`ALTER TABLE ${table} DROP COLUMN IF EXISTS added_later`);
+    }
+  });
+
   it('leaves its connection outside any transaction, ready for the next statement', async () => {
     // Arrange
     const client = await db.pool.connect();
@@ -58,6 +74,43 @@ describe("a connection's rehearsal", () => {
       expect(rows[0]!.inside).toBe(false);
     } finally {
       client.release();
+    }
+  });
+});
+
+describe("warming a process's connections", () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterAll(() => db.drop());
+
+  it('gives a connection back only once its own rehearsal has ended, and closes one whose rehearsal failed', async () => {
+    // Arrange: two rehearsals at once; the first to open its attempt loses its connection, the second is slow there.
+    const pool = createPool(db.url, { max: 2 });
+    let opened = 0;
+    const hook = async (sql: string) => {
+      if (!sql.includes('WITH opened AS')) return;
+      opened++;
+      if (opened === 1) return connectionLost();
+      await pause(500)();
+    };
+    const before = await countRows(db);
+
+    // Act
+    const warming = warmConnections(interceptQueries(pool, hook), 2);
+
+    // Assert: it fails, and by then no connection is left inside its transaction.
+    try {
+      await expect(warming).rejects.toThrow('Connection terminated unexpectedly');
+      const { rows } = await db.pool.query<{ sessions: string }>(
+        "SELECT count(*) AS sessions FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'",
+      );
+      expect(Number(rows[0]!.sessions)).toBe(0);
+      expect(pool.totalCount).toBe(1);
+      expect(await countRows(db)).toEqual(before);
+    } finally {
+      await pool.end();
     }
   });
 });

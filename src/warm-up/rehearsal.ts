@@ -1,23 +1,25 @@
 import { randomUUID } from 'node:crypto';
-import type { PoolClient } from 'pg';
+import type { Pool, PoolClient } from 'pg';
+import { checkout } from '../db/pool';
 import { finishJobLocked, type FinishingOperations } from '../effects/finish';
+import { commitAndClaimLocked, getAttempt, listAttempts, markAttemptRunning, openAttemptLocked } from '../ledger/attempts';
+import { runtimeRecord } from '../ledger/contracts';
+import { beginEffectTry, settleEffectLocked } from '../ledger/effects';
+import { loadJobDetailsById, loadJobDetailsByScope } from '../ledger/job-details';
+import { holdJobRow, lockJobRow } from '../ledger/job-row';
+import { admitJob, getJob } from '../ledger/jobs';
 import { readJobEnded } from '../metrics/job-outcomes';
-import { commitAndClaimLocked, getAttempt, listAttempts, lockJobRow, markAttemptRunning, openAttemptLocked } from './attempts';
-import { beginEffectTry, settleEffectLocked } from './effects';
-import { loadJobDetailsById, loadJobDetailsByScope } from './job-details';
-import { holdJobRow } from './job-row';
-import { admitJob, getJob } from './jobs';
 
 /** The operation, provider, model and effect a rehearsal names: none of them is configured anywhere. */
 const REHEARSAL = 'onceflow.rehearsal';
 const OPERATIONS: FinishingOperations = new Map([[REHEARSAL, { effects: [REHEARSAL] }]]);
-
 /**
  * Takes one database connection through the statements of a job's happy
  * path, as the API and the worker run them (admission and the waiter's
- * reads; the attempt opened, sent and won with its usage and the effect's
- * claim; the effect's try and settlement; the terminal write; the outcome
- * read), on a job of its own, in a transaction that is rolled back. What
+ * reads; the provider's run-time record; the attempt opened, sent and won
+ * with its usage and the effect's claim; the effect's try and settlement;
+ * the terminal write with its settlement; the outcome read), on a job of its
+ * own, in a transaction that is rolled back. What
  * stays is what the first real job would otherwise pay on this connection:
  * each statement prepared (parsed and planned once), the catalog entries of
  * the tables, indexes and triggers it touches loaded, the PL/pgSQL functions
@@ -35,6 +37,7 @@ export async function rehearseJob(client: PoolClient): Promise<void> {
     await getJob(client, job.id);
     await lockJobRow(client, job.id, { withInput: true });
     const known = await listAttempts(client, job.id);
+    await runtimeRecord(client, { operation: REHEARSAL, provider: REHEARSAL, model: REHEARSAL }, 1);
     const opened = await openAttemptLocked(client, { jobId: job.id, attemptId: randomUUID(), provider: REHEARSAL, model: REHEARSAL, operation: REHEARSAL, known });
     if (opened.kind !== 'opened') throw new Error(`the rehearsal job's attempt was not opened (${opened.kind})`);
     const attempt = opened.attempt;
@@ -51,10 +54,36 @@ export async function rehearseJob(client: PoolClient): Promise<void> {
     await holdJobRow(client, job.id);
     const settled = { name: REHEARSAL, status: 'succeeded' as const, receipt: {} };
     await settleEffectLocked(client, { effectId: won.claimed.id, owner: REHEARSAL, status: settled.status, receipt: settled.receipt });
+    // The job's settlement is written at COMMIT (a deferred trigger); here, with the terminal write.
+    await client.query('SET CONSTRAINTS jobs_settle_on_terminal IMMEDIATE');
     if ((await finishJobLocked(client, job.id, OPERATIONS, { operation: REHEARSAL, output, settled })) !== 'succeeded') throw new Error('the rehearsal job did not end');
     await readJobEnded(client, job.id);
     await loadJobDetailsById(client, job.id);
   } finally {
     await client.query('ROLLBACK');
   }
+}
+
+/**
+ * Takes `count` of the pool's connections (no more than the pool holds)
+ * through rehearseJob at once, and gives each back only once its own
+ * rehearsal has ended: a connection whose rehearsal failed is closed, never
+ * handed on inside its transaction.
+ * @throws the first failure (connecting, or a rehearsal), once every connection is back.
+ */
+export async function warmConnections(db: Pool, count: number): Promise<void> {
+  const rehearsals = await Promise.allSettled(
+    Array.from({ length: Math.min(count, db.options.max ?? count) }, async () => {
+      const { client, release } = await checkout(db);
+      try {
+        await rehearseJob(client);
+      } catch (err) {
+        release(err as Error);
+        throw err;
+      }
+      release();
+    }),
+  );
+  const failed = rehearsals.find((rehearsal) => rehearsal.status === 'rejected');
+  if (failed) throw failed.reason;
 }
