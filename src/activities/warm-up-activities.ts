@@ -5,7 +5,6 @@ import { createAnthropicProvider } from '../providers/anthropic';
 import { createOpenAiCompatibleProvider } from '../providers/openai-compatible';
 import type { ProviderAdapter } from '../providers/types';
 import { warmConnections } from '../warm-up/rehearsal';
-import { WARM_CONNECTIONS } from '../db/pool';
 import type { ActivityDeps } from './deps';
 
 /** What the loopback server answers, by path: a chat completion, a message, or a plain JSON body. */
@@ -38,10 +37,10 @@ export interface WarmUpReport {
  * What a worker does once, before its first job, so that job costs what the
  * hundredth does: the output contracts are compiled; database connections
  * opened and taken through a job's statements (warmConnections: rolled
- * back, nothing stays); the HTTP client that effects use (Node's fetch) and the
- * SDK of each kind of provider the routes use taken through one request each
- * to a server of its own, on loopback, that lives only for it: a twin of the
- * provider's adapter, pointed there, sends a completion and parses the
+ * back, nothing stays); the HTTP client that effects use (Node's fetch) and
+ * the SDK of each kind of provider the routes use taken through one request
+ * each to a server of its own, on loopback, that lives only for it: a twin of
+ * the provider's adapter, pointed there, sends a completion and parses the
  * answer as a real call does. Run inside the warm-up workflow, it also
  * takes the workflow sandbox, the message codecs and a local activity's round
  * trip through their first use. It leaves no ledger row and reaches no
@@ -51,7 +50,7 @@ export function createWarmUpActivities(deps: Pick<ActivityDeps, 'db' | 'operatio
   return {
     async warmUp(): Promise<WarmUpReport> {
       compileContracts(deps.operations.values());
-      const [, providerKinds] = await Promise.all([warmConnections(deps.db, WARM_CONNECTIONS), onLoopback((origin) => warmUpClients(origin, deps.providers.values()))]);
+      const [, providerKinds] = await Promise.all([warmConnections(deps.db), onLoopback((origin) => warmUpClients(origin, deps.providers.values()))]);
       return { providerKinds };
     },
   };

@@ -6,7 +6,6 @@ import { createMetrics, type Metrics } from '../metrics/metrics';
 import { recordOperationVersions } from '../ledger/operation-versions';
 import { recordBaselines } from '../canary/baseline';
 import { warmConnections } from '../warm-up/rehearsal';
-import { WARM_CONNECTIONS } from '../db/pool';
 import { loadOperations, type LoadedOperations } from '../operations/load';
 import { loadProviders } from '../providers/load';
 import { connectTemporal } from '../temporal/connect';
@@ -53,7 +52,7 @@ export async function startApi(config: OnceflowConfig, db: Pool, metrics: Metric
   try {
     await options.mount?.(app);
     // What the first request would pay for otherwise: the LISTEN connection of Prefer: wait, pool connections (rehearsed: rolled back, nothing stays), the start message's codecs.
-    await Promise.all([waiter.listen(), warmConnections(db, WARM_CONNECTIONS)]);
+    await Promise.all([waiter.listen(), warmConnections(db)]);
     warmUpStartMessages();
     await app.listen({ host: config.api.host, port: config.api.port });
   } catch (err) {

@@ -1,5 +1,5 @@
-import { prepared } from '../db/prepared';
 import type { PoolClient } from 'pg';
+import { prepared } from '../db/prepared';
 import type { Queryable } from './queryable';
 
 /** Locks a job row for the rest of the caller's transaction, reading nothing from it (see lockJobRow). */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
-import { checkout } from '../db/pool';
+import { checkout, WARM_CONNECTIONS } from '../db/pool';
 import { finishJobLocked, type FinishingOperations } from '../effects/finish';
 import { commitAndClaimLocked, getAttempt, listAttempts, markAttemptRunning, openAttemptLocked } from '../ledger/attempts';
 import { runtimeRecord } from '../ledger/contracts';
@@ -13,17 +13,18 @@ import { readJobEnded } from '../metrics/job-outcomes';
 /** The operation, provider, model and effect a rehearsal names: none of them is configured anywhere. */
 const REHEARSAL = 'onceflow.rehearsal';
 const OPERATIONS: FinishingOperations = new Map([[REHEARSAL, { effects: [REHEARSAL] }]]);
+
 /**
  * Takes one database connection through the statements of a job's happy
  * path, as the API and the worker run them (admission and the waiter's
  * reads; the provider's run-time record; the attempt opened, sent and won
  * with its usage and the effect's claim; the effect's try and settlement;
  * the terminal write with its settlement; the outcome read), on a job of its
- * own, in a transaction that is rolled back. What
- * stays is what the first real job would otherwise pay on this connection:
- * each statement prepared (parsed and planned once), the catalog entries of
- * the tables, indexes and triggers it touches loaded, the PL/pgSQL functions
- * (the details document among them) compiled. Nothing stays written, and
+ * own, in a transaction that is rolled back. What stays is what the first
+ * real job would otherwise pay on this connection: each statement prepared
+ * (parsed and planned once), the catalog entries of the tables, indexes and
+ * triggers it touches loaded, the PL/pgSQL functions (the details document
+ * among them) compiled. Nothing stays written, and
  * nobody sees the job: its rows and events, and the notification of its
  * terminal write, go with the rollback (a sequence may skip a number).
  * @throws what the database throws; the transaction is rolled back all the same.
@@ -65,13 +66,14 @@ export async function rehearseJob(client: PoolClient): Promise<void> {
 }
 
 /**
- * Takes `count` of the pool's connections (no more than the pool holds)
- * through rehearseJob at once, and gives each back only once its own
- * rehearsal has ended: a connection whose rehearsal failed is closed, never
- * handed on inside its transaction.
+ * Takes `count` of the pool's connections (by default WARM_CONNECTIONS, which
+ * the pool keeps open while idle; never more than the pool holds) through
+ * rehearseJob at once, and gives each back only once its own rehearsal has
+ * ended: a connection whose rehearsal failed is closed, never handed on
+ * inside its transaction.
  * @throws the first failure (connecting, or a rehearsal), once every connection is back.
  */
-export async function warmConnections(db: Pool, count: number): Promise<void> {
+export async function warmConnections(db: Pool, count = WARM_CONNECTIONS): Promise<void> {
   const rehearsals = await Promise.allSettled(
     Array.from({ length: Math.min(count, db.options.max ?? count) }, async () => {
       const { client, release } = await checkout(db);

@@ -48,16 +48,17 @@ describe("a connection's rehearsal", () => {
 
   it("runs a job's statements again on the same connection after a newer migration added a column to each table they read", async () => {
     // Arrange: every statement of a job's way prepared on one connection; then, as a newer process's migration would, a column more in each table.
+    const tables = ['jobs', 'job_events', 'attempts', 'effects', 'settlements'];
     const { client, release } = await checkout(db.pool);
     try {
       await rehearseJob(client);
-      for (const table of ['jobs', 'job_events', 'attempts', 'effects', 'settlements']) await db.pool.query(`ALTER TABLE ${table} ADD COLUMN added_later integer`);
+      for (const table of tables) await db.pool.query(`ALTER TABLE ${table} ADD COLUMN added_later integer`);
 
       // Act + Assert: a prepared statement whose result had every column of its table would now fail ("cached plan must not change result type").
       await expect(rehearseJob(client)).resolves.toBeUndefined();
     } finally {
       release();
-      for (const table of ['jobs', 'job_events', 'attempts', 'effects', 'settlements']) await db.pool.query(`ALTER TABLE ${table} DROP COLUMN IF EXISTS added_later`);
+      for (const table of tables) await db.pool.query(`ALTER TABLE ${table} DROP COLUMN IF EXISTS added_later`);
     }
   });
 
