@@ -162,3 +162,27 @@ export async function runJobs(system: System, infra: Infra, opts: { jobs: number
     sampleJobId,
   };
 }
+
+/** The floor: the same job as one bare Temporal workflow with one local activity, no ledger (bench/floor). */
+export async function startFloor(infra: Infra): Promise<System> {
+  const service = await startService(
+    process.execPath,
+    ['--import', 'tsx', path.join(root, 'bench', 'floor', 'server.ts')],
+    {
+      ...process.env,
+      TEMPORAL_ADDRESS: infra.temporal.address,
+      TEMPORAL_NAMESPACE: infra.temporal.namespace,
+      FLOOR_PROVIDER_URL: infra.sims.primaryUrl,
+      FLOOR_DOWNSTREAM_URL: infra.sims.downstreamUrl,
+    },
+    /^floor: listening on (\S+)/,
+  );
+  return {
+    name: 'bare Temporal',
+    url: service.ready[1]!,
+    headers: { 'content-type': 'application/json' },
+    pids: () => [service.proc.pid!],
+    usesTemporal: true,
+    stop: service.stop,
+  };
+}
