@@ -9,7 +9,7 @@ import { listEffects } from '../ledger/effects';
 import { getJob } from '../ledger/jobs';
 import { ProviderCallError, type CallFailure } from '../providers/types';
 import type { ProviderUsage } from '../providers/usage';
-import type { AttemptUsage } from '../ledger/usage';
+import type { AttemptUsage, MeteredUsage } from '../ledger/usage';
 import type { AttemptReport } from '../temporal/contract';
 import type { ActivityDeps } from './deps';
 import { effectCallOfThisActivity } from './effect-call';
@@ -38,15 +38,18 @@ export function createAttemptActivities(deps: ActivityDeps) {
     return { ...reported, ...(latencyMs === undefined ? {} : { latencyMs }), ...(price ? { price } : {}) };
   }
 
-  /** Counts what an attempt consumed, once the ledger has recorded it (the cost as the database computed it). */
-  async function meterUsage(attemptId: string): Promise<void> {
-    const attempt = await getAttempt(db, attemptId);
-    const usage = attempt?.usage;
-    if (!attempt || !usage) return;
+  /** Counts what an attempt consumed, as the ledger recorded it (the cost as the database computed it). */
+  function countUsage(attempt: Pick<AttemptRecord, 'operation' | 'provider' | 'model'>, usage: Pick<MeteredUsage, 'inputTokens' | 'outputTokens' | 'cost' | 'currency'>): void {
     const labels = { operation: attempt.operation, provider: attempt.provider, model: attempt.model };
     metrics.attemptTokens.inc({ ...labels, direction: 'input' }, usage.inputTokens);
     metrics.attemptTokens.inc({ ...labels, direction: 'output' }, usage.outputTokens);
     if (usage.cost !== null && usage.currency !== null) metrics.attemptCost.inc({ ...labels, currency: usage.currency }, Number(usage.cost));
+  }
+
+  /** Counts what an attempt consumed, read back once the ledger has recorded it. */
+  async function meterUsage(attemptId: string): Promise<void> {
+    const attempt = await getAttempt(db, attemptId);
+    if (attempt?.usage) countUsage(attempt, attempt.usage);
   }
 
   /** Where an attempt and its job stand now; with the effects left to run when this attempt won. */
@@ -98,7 +101,8 @@ export function createAttemptActivities(deps: ActivityDeps) {
     const claim = first && claimFor ? { name: first, owner: claimFor.owner, leaseMs: deps.effectTimeoutMs } : undefined;
     const hedged = operation.retry?.hedge !== undefined;
     const { outcome, claimed, usageRecorded } = await commitAndClaim(db, attempt, check.output, { terminal: !first, ...(claim ? { claim } : {}), ...(usage ? { usage } : {}), ...(hedged ? { hedged } : {}) });
-    if (usageRecorded) await meterUsage(attempt.id);
+    // What the commit recorded is counted as it came back: no read of the attempt after it.
+    if (usageRecorded) countUsage(attempt, usageRecorded);
     if (outcome !== 'succeeded') metrics.lateResultsDiscarded.inc({ operation: attempt.operation, provider: attempt.provider });
     metrics.attemptOutcomes.inc({ operation: attempt.operation, provider: attempt.provider, status: outcome, class: '' });
     return { outcome, output: check.output as Record<string, unknown>, ...(claimed ? { claimed } : {}) };

@@ -6,7 +6,7 @@ import { appendEvent, JobEventType } from './events';
 import { DEADLINE_LEFT_MS, holdJobRow, lockJobRow } from './job-row';
 import type { Queryable } from './queryable';
 import { prepared } from '../db/prepared';
-import { NOTHING_SENT, recordUsageLocked, type AttemptUsage } from './usage';
+import { NOTHING_SENT, recordUsageLocked, type AttemptUsage, type MeteredUsage } from './usage';
 
 /** An attempt's statuses, written once; the type derives from the values. */
 export const AttemptStatus = {
@@ -328,7 +328,7 @@ export async function commitAndClaim(
   attempt: Pick<AttemptRecord, 'id' | 'jobId' | 'jobVersion' | 'provider'>,
   output: unknown,
   opts: CommitOptions,
-): Promise<{ outcome: CommitOutcome; claimed?: EffectRecord; usageRecorded?: boolean }> {
+): Promise<{ outcome: CommitOutcome; claimed?: EffectRecord; usageRecorded?: MeteredUsage }> {
   return inTransaction(db, (tx) => commitAndClaimLocked(tx, attempt, output, opts));
 }
 
@@ -341,7 +341,7 @@ export async function commitAndClaimLocked(
   attempt: Pick<AttemptRecord, 'id' | 'jobId' | 'jobVersion' | 'provider'>,
   output: unknown,
   opts: CommitOptions,
-): Promise<{ outcome: CommitOutcome; claimed?: EffectRecord; usageRecorded?: boolean }> {
+): Promise<{ outcome: CommitOutcome; claimed?: EffectRecord; usageRecorded?: MeteredUsage }> {
   // Invariant 5: one winner. Every change after which an attempt opened
   // earlier must not win bumps the version (another result, this attempt
   // failed or resolved, a cancellation, a terminal write), so this misses;
@@ -377,9 +377,9 @@ export async function commitAndClaimLocked(
       ),
     );
     if (!rowCount) throw new Error(`attempt ${attempt.id} won the result slot while not live; the ledger is inconsistent`);
-    const usageRecorded = opts.usage ? await recordUsageLocked(tx, attempt.id, opts.usage) : false;
+    const usageRecorded = opts.usage ? await recordUsageLocked(tx, attempt.id, opts.usage) : undefined;
     const claimed = opts.claim && !opts.terminal ? await claimEffectLocked(tx, { jobId: attempt.jobId, ...opts.claim }) : undefined;
-    return { outcome: 'succeeded', usageRecorded, ...(claimed ? { claimed } : {}) };
+    return { outcome: 'succeeded', ...(usageRecorded ? { usageRecorded } : {}), ...(claimed ? { claimed } : {}) };
   }
   const { rows } = await tx.query<{ completed_by: string | null; status: string }>('SELECT completed_by, status FROM jobs WHERE id = $1 FOR UPDATE', [attempt.jobId]);
   // This attempt's own answer, offered again (by its call and by a reconciliation): it has won already.
@@ -401,9 +401,9 @@ export async function commitAndClaimLocked(
     ]);
   }
   // A discarded or late answer was paid for all the same: its usage is recorded (after settlement, as an adjustment).
-  const usageRecorded = opts.usage ? await recordUsageLocked(tx, attempt.id, opts.usage) : false;
+  const usageRecorded = opts.usage ? await recordUsageLocked(tx, attempt.id, opts.usage) : undefined;
   await appendEvent(tx, attempt.jobId, JobEventType.raceLost, { attemptId: attempt.id, provider: attempt.provider, jobStatus: rows[0]?.status, ...race });
-  return { outcome: discarded ? 'discarded' : 'late', usageRecorded };
+  return { outcome: discarded ? 'discarded' : 'late', ...(usageRecorded ? { usageRecorded } : {}) };
 }
 
 export interface AttemptFailure {
@@ -506,7 +506,7 @@ export async function noteEvidence(db: Pool, attemptId: string, evidence: Record
 export async function recordLateUsage(db: Pool, attemptId: string, usage: AttemptUsage): Promise<boolean> {
   return inTransaction(db, async (tx) => {
     await lockJobThenAttempt(tx, attemptId);
-    return recordUsageLocked(tx, attemptId, usage);
+    return (await recordUsageLocked(tx, attemptId, usage)) !== undefined;
   });
 }
 

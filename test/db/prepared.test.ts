@@ -74,6 +74,14 @@ describe("a job's happy path", () => {
     expect(ofThisJob.filter((statement) => statement.name === undefined).map((statement) => statement.text.replace(/\s+/g, ' ').slice(0, 80))).toEqual([]);
   });
 
+  it("meters the winner's usage from what its commit returned: no read of its attempt after the answer is committed", () => {
+    // The compare-and-swap that lets the answer in (invariant 5), then everything the job ran after it.
+    const committed = ofThisJob.findIndex((statement) => /^UPDATE jobs SET output = /.test(statement.text.trim()));
+    expect(committed).toBeGreaterThan(0);
+    const readsOfAnAttempt = ofThisJob.slice(committed).filter((statement) => /^SELECT\b[\s\S]*\bFROM attempts WHERE id = \$1\s*$/.test(statement.text.trim()));
+    expect(readsOfAnAttempt.map((statement) => statement.text.replace(/\s+/g, ' ').slice(0, 80))).toEqual([]);
+  });
+
   it('runs no statement that a rehearsed connection has not prepared already', async () => {
     // Arrange: a new connection, which nothing has run on.
     const pool = createPool(stack.db.url, { max: 1 });

@@ -599,4 +599,20 @@ export const GUARDS: Guard[] = [
     tests: ['test/console/id-prefix.test.ts'],
     testNamePattern: 'both edges',
   },
+  {
+    name: "a winner's usage is metered from what its commit returned, with no read of the attempt after it",
+    file: 'src/activities/attempt-activities.ts',
+    find: 'if (usageRecorded) countUsage(attempt, usageRecorded);',
+    replace: 'if (usageRecorded) await meterUsage(attempt.id);',
+    tests: ['test/db/prepared.test.ts'],
+    testNamePattern: 'no read of its attempt',
+  },
+  {
+    name: "metering counts an attempt's recorded tokens, each in its own direction",
+    file: 'src/activities/attempt-activities.ts',
+    find: "metrics.attemptTokens.inc({ ...labels, direction: 'output' }, usage.outputTokens);",
+    replace: "metrics.attemptTokens.inc({ ...labels, direction: 'output' }, usage.inputTokens);",
+    tests: ['test/metering/settlement.test.ts'],
+    testNamePattern: 'as the ledger recorded them',
+  },
 ];

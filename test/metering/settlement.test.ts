@@ -274,11 +274,30 @@ describe('metering on the real stack', () => {
     expect(rows[0].n).toBe(1);
   });
 
-  it('counts tokens and cost by provider, model and operation', async () => {
-    await run('Counted');
-    const text = await stack.metrics.registry.metrics();
-    expect(text).toMatch(/onceflow_attempt_tokens_total\{operation="support\.reply",provider="sim-primary",model="sim-small",direction="input"\} [1-9]/);
-    expect(text).toMatch(/onceflow_attempt_cost_total\{operation="support\.reply",provider="sim-primary",model="sim-small",currency="USD"\} 0\.0/);
+  it("counts each attempt's tokens and cost as the ledger recorded them, by provider, model and operation", async () => {
+    // Arrange
+    const labels = { operation: 'support.reply', provider: 'sim-primary', model: 'sim-small' };
+    type Counter = { get(): Promise<{ values: Array<{ labels: Record<string, unknown>; value: number }> }> };
+    const valueOf = async (counter: Counter, only: Record<string, string>) =>
+      (await counter.get()).values.filter((v) => Object.entries(only).every(([k, want]) => v.labels[k] === want)).reduce((sum, v) => sum + v.value, 0);
+    const counted = async () => ({
+      input: await valueOf(stack.metrics.attemptTokens, { ...labels, direction: 'input' }),
+      output: await valueOf(stack.metrics.attemptTokens, { ...labels, direction: 'output' }),
+      cost: await valueOf(stack.metrics.attemptCost, { ...labels, currency: 'USD' }),
+    });
+    const before = await counted();
+
+    // Act
+    const job = await run('Counted');
+
+    // Assert: exactly the winner's recorded usage, once.
+    const usage = job.attempts[0].usage;
+    expect(job.attempts).toHaveLength(1);
+    expect(usage.inputTokens).toBeGreaterThan(0);
+    const after = await counted();
+    expect(after.input - before.input).toBe(usage.inputTokens);
+    expect(after.output - before.output).toBe(usage.outputTokens);
+    expect(after.cost - before.cost).toBeCloseTo(Number(usage.cost), 12);
   });
 
   it('shows a tenant its own job with usage and settlement, and another tenant nothing', async () => {
