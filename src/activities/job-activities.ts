@@ -275,7 +275,7 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
       const { endedHere, ...after } = await inTransaction(db, async (tx) => {
         const job = await lockJobRow(tx, jobId);
         if (!job) return { status: 'removed', terminal: true, endedHere: false };
-        const endedHere = (await finishJobLocked(tx, jobId, deps.operations)) !== 'open';
+        const endedHere = (await finishJobLocked(tx, jobId, deps.operations)).outcome !== 'open';
         const after = (await lockJobRow(tx, jobId))!;
         return { status: after.status, terminal: after.terminal, endedHere };
       });

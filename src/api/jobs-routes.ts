@@ -107,10 +107,11 @@ export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps, rou
   const { db, metrics } = deps;
   const context = { temporalUiUrl: deps.config.temporal.uiUrl, namespace: deps.config.temporal.namespace };
 
-  async function waitForTerminal(details: JobDetails, seconds: number): Promise<JobDetails> {
+  /** `readAtMs`: when the read that found the job open began (the waiter's now()). */
+  async function waitForTerminal(details: JobDetails, seconds: number, readAtMs: number): Promise<JobDetails> {
     if (seconds === 0 || isTerminal(details.job.status)) return details;
     const id = details.job.id;
-    await deps.waiter.wait(id, seconds * 1000, async () => isTerminal((await getJob(db, id))?.status ?? details.job.status));
+    await deps.waiter.wait(id, seconds * 1000, async () => isTerminal((await getJob(db, id))?.status ?? details.job.status), readAtMs);
     return (await loadJobDetailsById(db, id)) ?? details;
   }
 
@@ -200,6 +201,8 @@ export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps, rou
       const now = new Date();
       const deadlineAt = effectiveDeadline(requested?.at, operation.deadline, now);
       let admission;
+      // Before admission reads or writes the job: an announcement of its end after this is heard by the waiter.
+      const readAtMs = deps.waiter.now();
       try {
         admission = await admit(db, deps.workflows, {
           principalId: principal.id,
@@ -232,7 +235,7 @@ export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps, rou
         throw err;
       }
 
-      const details = await waitForTerminal(admission.details, waitSeconds);
+      const details = await waitForTerminal(admission.details, waitSeconds, readAtMs);
       const job = details.job;
       if (waitSeconds > 0) reply.header('preference-applied', `wait=${waitSeconds}`);
       reply.header('location', `/v1/jobs/${job.id}`);

@@ -1,5 +1,5 @@
 import type { Queryable } from '../ledger/queryable';
-import { countJobEnded } from '../metrics/job-outcomes';
+import { countJobEnded, type JobEnded } from '../metrics/job-outcomes';
 import type { Metrics } from '../metrics/metrics';
 import { isBaselineVersion } from '../providers/route-version';
 import { checkCanary } from './check';
@@ -10,12 +10,12 @@ function warnUnchecked(jobId: string) {
 
 /**
  * What follows a job's terminal write, by the one caller that committed it:
- * its outcome is counted, and the route version that served it is checked
+ * its outcome is counted (from `known`, when the terminal write returned it), and the route version that served it is checked
  * against its canary thresholds (a canary whose last jobs cross one stops by
  * itself). Never throws: the job's own work is done and is not failed for it.
  */
-export async function afterJobEnded(db: Queryable, metrics: Metrics, jobId: string, onError: (err: unknown) => void = warnUnchecked(jobId)): Promise<void> {
-  const served = await countJobEnded(db, metrics, jobId, onError);
+export async function afterJobEnded(db: Queryable, metrics: Metrics, jobId: string, onError: (err: unknown) => void = warnUnchecked(jobId), known?: JobEnded): Promise<void> {
+  const served = await countJobEnded(db, metrics, jobId, onError, known);
   // A baseline is never a canary: no read at all for the jobs of the providers file's route.
   if (!served?.routeVersion || isBaselineVersion(served.routeVersion)) return;
   try {

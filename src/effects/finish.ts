@@ -2,8 +2,15 @@ import type { PoolClient } from 'pg';
 import { listEffects } from '../ledger/effects';
 import { failJob, getJob, getJobOutput, settleJob } from '../ledger/jobs';
 import type { RegisteredOperation } from '../operations/operation';
+import type { JobEnded } from '../ledger/job-ended';
 
 export type FinishOutcome = 'succeeded' | 'failed' | 'open';
+
+/** What finishJobLocked did, and the job's outcome as metrics count it when its terminal write returned it. */
+export interface Finished {
+  outcome: FinishOutcome;
+  ended?: JobEnded;
+}
 
 /** What a terminal write needs to know of each operation: its effects, and how its result is made. */
 export type FinishingOperations = ReadonlyMap<string, Pick<RegisteredOperation, 'effects' | 'finalize'>>;
@@ -21,12 +28,12 @@ export interface KnownJob {
  * or succeeded with the output and every receipt once all of the operation's
  * effects succeeded. Otherwise (an effect still pending, in review, or not
  * yet claimed) nothing is written.
- * @returns what the job became, or 'open' when nothing was written.
+ * @returns what the job became ('open' when nothing was written), with its outcome when the terminal write returned it.
  */
-export async function finishJobLocked(tx: PoolClient, jobId: string, operations: FinishingOperations, known?: KnownJob): Promise<FinishOutcome> {
+export async function finishJobLocked(tx: PoolClient, jobId: string, operations: FinishingOperations, known?: KnownJob): Promise<Finished> {
   // What the caller knows of the job saves reading it; the writes below check it is open and has a winner.
   const job = known ?? (await getJob(tx, jobId));
-  if (!job || ('terminalAt' in job && (job.terminalAt || !job.completedBy))) return 'open';
+  if (!job || ('terminalAt' in job && (job.terminalAt || !job.completedBy))) return { outcome: 'open' };
   const operation = operations.get(job.operation);
   // An operation with one effect, which the caller has just settled: the job's end is known without reading its effects.
   const only = known?.settled && operation?.effects?.length === 1 && operation.effects[0] === known.settled.name ? known.settled : undefined;
@@ -34,13 +41,14 @@ export async function finishJobLocked(tx: PoolClient, jobId: string, operations:
   const failed = effects.find((effect) => effect.status === 'failed');
   if (failed) {
     const detail = `${failed.name} failed: ${String(failed.error?.detail ?? failed.error?.class ?? 'see the effect')}`;
-    return (await failJob(tx, jobId, { type: 'effect_failed', detail, effect: failed.name })) ? 'failed' : 'open';
+    return { outcome: (await failJob(tx, jobId, { type: 'effect_failed', detail, effect: failed.name })) ? 'failed' : 'open' };
   }
   const names = operation?.effects ?? effects.map((effect) => effect.name);
   const byName = new Map(effects.map((effect) => [effect.name, effect]));
-  if (!names.every((name) => byName.get(name)?.status === 'succeeded')) return 'open';
+  if (!names.every((name) => byName.get(name)?.status === 'succeeded')) return { outcome: 'open' };
   const output = known ? known.output : await getJobOutput(tx, jobId);
   const receipts = Object.fromEntries(names.map((name) => [name, byName.get(name)?.receipt ?? {}]));
   const result = operation?.finalize ? operation.finalize(output as never, receipts) : output;
-  return (await settleJob(tx, jobId, result)) ? 'succeeded' : 'open';
+  const ended = await settleJob(tx, jobId, result);
+  return ended ? { outcome: 'succeeded', ended } : { outcome: 'open' };
 }

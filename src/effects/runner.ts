@@ -119,9 +119,11 @@ export function createEffectRunner(deps: EffectRunnerDeps) {
     if (finished === undefined) return stateOf(effect.jobId, effect.name);
     if (status === 'needs_review') metrics.effectsNeedsReview.inc({ effect: effect.name });
     else metrics.effectsSettled.inc({ effect: effect.name, status });
-    if (finished !== 'open') await afterJobEnded(db, metrics, effect.jobId);
+    const { outcome } = finished;
+    // Counted from what the terminal write returned, when it did: no read of the job after it.
+    if (outcome !== 'open') await afterJobEnded(db, metrics, effect.jobId, undefined, finished.ended);
     // What this transaction wrote is what the ledger says now: no need to read it back.
-    return { status, leaseRemainingMs: 0, jobTerminal: finished !== 'open', jobStatus: finished === 'open' ? 'running' : finished, ...fields };
+    return { status, leaseRemainingMs: 0, jobTerminal: outcome !== 'open', jobStatus: outcome === 'open' ? 'running' : outcome, ...fields };
   }
 
   /** Performs an effect its caller holds the lease of, and settles what can be settled. */
@@ -137,7 +139,7 @@ export function createEffectRunner(deps: EffectRunnerDeps) {
         return finishJobLocked(tx, effect.jobId, deps.operations);
       });
       metrics.effectsSettled.inc({ effect: effect.name, status: 'succeeded' });
-      if (finished !== 'open') await afterJobEnded(db, metrics, effect.jobId);
+      if (finished.outcome !== 'open') await afterJobEnded(db, metrics, effect.jobId, undefined, finished.ended);
       return stateOf(effect.jobId, effect.name);
     }
     for (;;) {

@@ -5,6 +5,7 @@ import type { JobScope } from '../jobs/scope';
 import type { BillingPolicy } from '../operations/define';
 import { appendEvent, JobEventType } from './events';
 import { holdJobRow } from './job-row';
+import { JOB_ENDED_COLUMNS, toJobEnded, type JobEnded, type JobEndedRow } from './job-ended';
 import { prepared } from '../db/prepared';
 import type { Queryable } from './queryable';
 
@@ -295,22 +296,25 @@ export async function getJobOutput(db: Queryable, id: string): Promise<unknown> 
 /**
  * The job's terminal write after its effects settled: the result is the
  * output with the receipts, written before anyone is told (invariant 7).
- * @returns false when the job was already terminal or has no winner.
+ * @returns the job's outcome as metrics count it, or undefined when the job
+ * was already terminal or has no winner.
  */
-export async function settleJob(db: Queryable, jobId: string, result: unknown): Promise<boolean> {
-  // Only a job with a winner and not yet terminal; the event goes with it in one statement.
-  const { rowCount } = await db.query(
+export async function settleJob(db: Queryable, jobId: string, result: unknown): Promise<JobEnded | undefined> {
+  // Only a job with a winner and not yet terminal; the event goes with it, and its outcome comes back, in one statement.
+  const { rows } = await db.query<JobEndedRow>(
     prepared(
       `WITH done AS (
        UPDATE jobs SET status = 'succeeded', result = $2, version = version + 1, terminal_at = now(), updated_at = now()
        WHERE id = $1 AND terminal_at IS NULL AND completed_by IS NOT NULL
-       RETURNING id
+       RETURNING id, operation, route_version, status
+     ), event AS (
+       INSERT INTO job_events (job_id, type, detail) SELECT id, '${JobEventType.succeeded}', '{}'::jsonb FROM done
      )
-     INSERT INTO job_events (job_id, type, detail) SELECT id, '${JobEventType.succeeded}', '{}'::jsonb FROM done`,
+     SELECT ${JOB_ENDED_COLUMNS} FROM done j`,
       [jobId, JSON.stringify(result)],
     ),
   );
-  return Boolean(rowCount);
+  return rows[0] ? toJobEnded(rows[0]) : undefined;
 }
 
 /** An open job the sweeper should look at: its workflow must exist and be running. */

@@ -1,5 +1,5 @@
 import type { Queryable } from '../ledger/queryable';
-import { JobEventType } from '../ledger/events';
+import { JOB_ENDED_COLUMNS, toJobEnded, type JobEnded, type JobEndedRow } from '../ledger/job-ended';
 import type { Metrics } from './metrics';
 import { prepared } from '../db/prepared';
 
@@ -32,45 +32,32 @@ export function countJobAdmitted(metrics: Metrics, operation: string, routeVersi
   metrics.jobOutcomes.inc({ operation, route: routeVersion ?? UNRECORDED_ROUTE, outcome: JobOutcome.admitted });
 }
 
-/** What a terminal job is counted under: its status and the harms it had on the way. */
-export interface JobEnded {
-  operation: string;
-  routeVersion: string | null;
-  status: string;
-  withUnknowns: boolean;
-  withContractViolations: boolean;
-  withEffectsInReview: boolean;
-}
+export type { JobEnded } from '../ledger/job-ended';
 
 /** A terminal job's outcome as the ledger has it, or undefined while the job is open (or gone). */
 export async function readJobEnded(db: Queryable, jobId: string): Promise<JobEnded | undefined> {
-  const { rows } = await db.query<{ operation: string; route_version: string | null; status: string; with_unknowns: boolean; with_contract_violations: boolean; with_effects_in_review: boolean }>(
-    prepared(
-      `SELECT j.operation, j.route_version, j.status,
-            EXISTS (SELECT 1 FROM job_events e WHERE e.job_id = j.id AND e.type = $2) AS with_unknowns,
-            EXISTS (SELECT 1 FROM attempts a WHERE a.job_id = j.id AND a.error_class = 'contract_violation') AS with_contract_violations,
-            EXISTS (SELECT 1 FROM job_events e WHERE e.job_id = j.id AND e.type = $3) AS with_effects_in_review
-     FROM jobs j WHERE j.id = $1 AND j.terminal_at IS NOT NULL`,
-      [jobId, JobEventType.attemptUnknown, JobEventType.effectNeedsReview],
-    ),
-  );
-  const row = rows[0];
-  return row
-    ? { operation: row.operation, routeVersion: row.route_version, status: row.status, withUnknowns: row.with_unknowns, withContractViolations: row.with_contract_violations, withEffectsInReview: row.with_effects_in_review }
-    : undefined;
+  const { rows } = await db.query<JobEndedRow>(prepared(`SELECT ${JOB_ENDED_COLUMNS} FROM jobs j WHERE j.id = $1 AND j.terminal_at IS NOT NULL`, [jobId]));
+  return rows[0] ? toJobEnded(rows[0]) : undefined;
 }
 
 /**
  * Counts the outcome of a job whose terminal write the caller has just
  * committed (and only such a caller, so each job is counted once): its
- * status and the harms it had on the way, read from the ledger.
+ * status and the harms it had on the way, read from the ledger, or as the
+ * terminal write returned them (`known`).
  * Never throws: a count that cannot be read is reported to `onError` (by
  * default a process warning), and the job's own work is not failed for it.
  * @returns the job's operation and route version, or undefined when it was not counted.
  */
-export async function countJobEnded(db: Queryable, metrics: Metrics, jobId: string, onError: (err: unknown) => void = warnUncounted(jobId)): Promise<{ operation: string; routeVersion: string | null } | undefined> {
+export async function countJobEnded(
+  db: Queryable,
+  metrics: Metrics,
+  jobId: string,
+  onError: (err: unknown) => void = warnUncounted(jobId),
+  known?: JobEnded,
+): Promise<{ operation: string; routeVersion: string | null } | undefined> {
   try {
-    const ended = await readJobEnded(db, jobId);
+    const ended = known ?? (await readJobEnded(db, jobId));
     if (!ended) return undefined;
     const labels = { operation: ended.operation, route: ended.routeVersion ?? UNRECORDED_ROUTE };
     metrics.jobOutcomes.inc({ ...labels, outcome: ended.status as JobOutcome });

@@ -57,7 +57,7 @@ export async function rehearseJob(client: PoolClient): Promise<void> {
     await settleEffectLocked(client, { effectId: won.claimed.id, owner: REHEARSAL, status: settled.status, receipt: settled.receipt });
     // The job's settlement is written at COMMIT (a deferred trigger); here, with the terminal write.
     await client.query('SET CONSTRAINTS jobs_settle_on_terminal IMMEDIATE');
-    if ((await finishJobLocked(client, job.id, OPERATIONS, { operation: REHEARSAL, output, settled })) !== 'succeeded') throw new Error('the rehearsal job did not end');
+    if ((await finishJobLocked(client, job.id, OPERATIONS, { operation: REHEARSAL, output, settled })).outcome !== 'succeeded') throw new Error('the rehearsal job did not end');
     await readJobEnded(client, job.id);
     await loadJobDetailsById(client, job.id);
   } finally {

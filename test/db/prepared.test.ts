@@ -2,6 +2,8 @@ import type { PoolClient, QueryConfig } from 'pg';
 import { checkout, createPool } from '../../src/db/pool';
 import { prepared, statementName } from '../../src/db/prepared';
 import { rehearseJob } from '../../src/warm-up/rehearsal';
+import { JOB_COLUMNS } from '../../src/ledger/jobs';
+import { JOB_ENDED_COLUMNS } from '../../src/ledger/job-ended';
 import { startTestStack, submitReply, type TestStack } from '../harness/stack';
 
 describe('prepared statements', () => {
@@ -80,6 +82,16 @@ describe("a job's happy path", () => {
     expect(committed).toBeGreaterThan(0);
     const readsOfAnAttempt = ofThisJob.slice(committed).filter((statement) => /^SELECT\b[\s\S]*\bFROM attempts WHERE id = \$1\s*$/.test(statement.text.trim()));
     expect(readsOfAnAttempt.map((statement) => statement.text.replace(/\s+/g, ' ').slice(0, 80))).toEqual([]);
+  });
+
+  it('takes no look at the job while it waits with Prefer: wait: the announcement of its end is heard', () => {
+    const looks = ofThisJob.filter((statement) => statement.text === `SELECT ${JOB_COLUMNS} FROM jobs WHERE id = $1`);
+    expect(looks).toEqual([]);
+  });
+
+  it('counts its outcome from what its terminal write returned: no read of the ended job after it', () => {
+    const reads = ofThisJob.filter((statement) => statement.text === `SELECT ${JOB_ENDED_COLUMNS} FROM jobs j WHERE j.id = $1 AND j.terminal_at IS NOT NULL`);
+    expect(reads).toEqual([]);
   });
 
   it('runs no statement that a rehearsed connection has not prepared already', async () => {

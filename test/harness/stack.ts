@@ -88,6 +88,8 @@ export async function startTestStack(opts: TestStackOptions = {}): Promise<TestS
   const operations = opts.operations ?? createRegistry();
   const workflows: WorkflowTarget = { client: temporal.client, taskQueue: temporal.taskQueue, searchAttributes: true, workflowTaskTimeoutMs: config.temporal.workflowTaskTimeoutMs };
   const waiter = new JobWaiter(db.url);
+  // As the API's start does: listening before the first request.
+  await waiter.listen();
   const app = await buildApp({
     config: { ...config, keys },
     db: db.pool,
