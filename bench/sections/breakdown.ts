@@ -81,12 +81,12 @@ export async function breakdownSection(infra: Infra, opts: { jobs: number }, log
       const perJob = (ms: number) => fixed(ms / opts.jobs, 2);
       const a = byThreadGroup(api, apiBefore);
       const w = byThreadGroup(worker, workerBefore);
-      const { rows: statements } = await db.query<{ calls: string; exec: number; plan: number; query: string }>(
-        `SELECT calls, total_exec_time AS exec, total_plan_time AS plan, regexp_replace(query, '\\s+', ' ', 'g') AS query
-         FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat%' ORDER BY total_exec_time + total_plan_time DESC LIMIT 12`,
+      const { rows: statements } = await db.query<{ calls: string; plans: string; exec: number; plan: number; query: string }>(
+        `SELECT calls, plans, total_exec_time AS exec, total_plan_time AS plan, regexp_replace(query, '\\s+', ' ', 'g') AS query
+         FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat%' ORDER BY total_exec_time + total_plan_time DESC LIMIT 24`,
       );
-      const { rows: totals } = await db.query<{ calls: string; exec: number; plan: number; wal_bytes: string }>(
-        `SELECT sum(calls) AS calls, sum(total_exec_time) AS exec, sum(total_plan_time) AS plan, sum(wal_bytes) AS wal_bytes FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat%'`,
+      const { rows: totals } = await db.query<{ calls: string; plans: string; exec: number; plan: number; wal_bytes: string }>(
+        `SELECT sum(calls) AS calls, sum(plans) AS plans, sum(total_exec_time) AS exec, sum(total_plan_time) AS plan, sum(wal_bytes) AS wal_bytes FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat%'`,
       );
       const { rows: database } = await db.query<{ xact_commit: string }>('SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()');
       const t = totals[0]!;
@@ -97,12 +97,12 @@ export async function breakdownSection(infra: Infra, opts: { jobs: number }, log
         {
           section: 'breakdown',
           measure: 'PostgreSQL: statements, transactions, WAL per job',
-          value: `${fixed(Number(t.calls) / opts.jobs)} statements (${perJob(t.exec)} ms executing, ${perJob(t.plan)} planning), ${fixed(Number(database[0]!.xact_commit) / opts.jobs)} transactions, ${fixed(Number(t.wal_bytes) / opts.jobs / 1024)} KiB WAL`,
+          value: `${fixed(Number(t.calls) / opts.jobs)} statements (${perJob(t.exec)} ms executing, ${perJob(t.plan)} planning in ${fixed(Number(t.plans) / opts.jobs)} plans), ${fixed(Number(database[0]!.xact_commit) / opts.jobs)} transactions, ${fixed(Number(t.wal_bytes) / opts.jobs / 1024)} KiB WAL`,
         },
         ...statements.map((s) => ({
           section: 'breakdown',
           measure: `pg: ${s.query.slice(0, 70)}`,
-          value: `${fixed(Number(s.calls) / opts.jobs, 2)}/job, ${perJob(s.exec)} ms + ${perJob(s.plan)} ms planning`,
+          value: `${fixed(Number(s.calls) / opts.jobs, 2)}/job, ${perJob(s.exec)} ms + ${perJob(s.plan)} ms planning (${fixed(Number(s.plans) / opts.jobs, 2)} plans/job)`,
         })),
       ];
       return rows;

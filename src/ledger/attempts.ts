@@ -332,6 +332,21 @@ export async function commitAndClaim(
   return inTransaction(db, (tx) => commitAndClaimLocked(tx, attempt, output, opts));
 }
 
+/** The compare-and-swap that lets an answer into the result slot; the condition of the slot comes after it. */
+const WIN_SET = `UPDATE jobs SET output = $3::jsonb, completed_by = $2, version = version + 1, updated_at = now(),
+            status = CASE WHEN $5::boolean THEN 'succeeded' ELSE 'running' END,
+            result = CASE WHEN $5::boolean THEN $3::jsonb ELSE NULL END,
+            terminal_at = CASE WHEN $5::boolean THEN now() ELSE NULL END
+     WHERE id = $1 AND completed_by IS NULL`;
+/**
+ * Two texts, not one with a flag: PostgreSQL plans a statement whose flag
+ * removes a subquery anew at every call (each custom plan is cheaper than
+ * the generic one), and these are planned once per connection.
+ */
+const WIN = `${WIN_SET} AND version = $4`;
+const WIN_HEDGED = `${WIN_SET}
+       AND (version = $4 OR (terminal_at IS NULL AND EXISTS (SELECT 1 FROM attempts WHERE id = $2 AND status IN ('running', 'unknown'))))`;
+
 /**
  * commitAndClaim inside the caller's transaction.
  * @throws Error when the attempt won the result slot while not live (the ledger is inconsistent).
@@ -351,15 +366,7 @@ export async function commitAndClaimLocked(
   // or terminal write ends the job), whatever its siblings did meanwhile.
   // The update locks the job row first, as every transition does.
   const won = await tx.query(
-    prepared(
-      `UPDATE jobs SET output = $3::jsonb, completed_by = $2, version = version + 1, updated_at = now(),
-            status = CASE WHEN $5::boolean THEN 'succeeded' ELSE 'running' END,
-            result = CASE WHEN $5::boolean THEN $3::jsonb ELSE NULL END,
-            terminal_at = CASE WHEN $5::boolean THEN now() ELSE NULL END
-     WHERE id = $1 AND completed_by IS NULL
-       AND (version = $4 OR ($6::boolean AND terminal_at IS NULL AND EXISTS (SELECT 1 FROM attempts WHERE id = $2 AND status IN ('running', 'unknown'))))`,
-      [attempt.jobId, attempt.id, JSON.stringify(output), attempt.jobVersion, opts.terminal, opts.hedged === true],
-    ),
+    prepared(opts.hedged === true ? WIN_HEDGED : WIN, [attempt.jobId, attempt.id, JSON.stringify(output), attempt.jobVersion, opts.terminal]),
   );
   if (won.rowCount === 1) {
     const { rowCount } = await tx.query(

@@ -94,6 +94,28 @@ describe("a job's happy path", () => {
     expect(reads).toEqual([]);
   });
 
+  it('plans each of its statements once per connection: after the first executions, PostgreSQL keeps a generic plan', async () => {
+    // Arrange: a new connection, through the job's way more often than PostgreSQL's five custom plans before it weighs a generic one.
+    const pool = createPool(stack.db.url, { max: 1 });
+    const { client, release } = await checkout(pool);
+    let plans: Array<{ name: string; generic_plans: string; custom_plans: string }>;
+    try {
+      // Act
+      for (let i = 0; i < 8; i++) await rehearseJob(client);
+      plans = (await client.query('SELECT name, generic_plans, custom_plans FROM pg_prepared_statements')).rows;
+    } finally {
+      release();
+      await pool.end();
+    }
+
+    // Assert: every statement of the job was executed eight times; none was planned anew each time.
+    const ofTheJob = new Set(ofThisJob.map((statement) => statement.name!));
+    const mine = plans.filter((plan) => ofTheJob.has(plan.name));
+    expect(mine.length).toBeGreaterThanOrEqual(12);
+    const replanned = mine.filter((plan) => Number(plan.custom_plans) > 5).map((plan) => ofThisJob.find((statement) => statement.name === plan.name)!.text.replace(/\s+/g, ' ').slice(0, 80));
+    expect(replanned).toEqual([]);
+  });
+
   it('runs no statement that a rehearsed connection has not prepared already', async () => {
     // Arrange: a new connection, which nothing has run on.
     const pool = createPool(stack.db.url, { max: 1 });

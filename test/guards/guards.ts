@@ -32,8 +32,8 @@ export const GUARDS: Guard[] = [
   {
     name: 'the result slot is a compare-and-swap on the version the attempt opened with',
     file: 'src/ledger/attempts.ts',
-    find: 'AND (version = $4 OR ($6::boolean',
-    replace: 'AND (true OR ($6::boolean',
+    find: 'const WIN = `${WIN_SET} AND version = $4`;',
+    replace: 'const WIN = `${WIN_SET}`;',
     tests: ['test/attempts/one-winner.test.ts'],
     testNamePattern: 'cancelled|even before another attempt opened',
   },
@@ -240,7 +240,7 @@ export const GUARDS: Guard[] = [
   {
     name: "a hedged job's live attempt may still win after a sibling failed (and only while it is live and the job open)",
     file: "src/ledger/attempts.ts",
-    find: "AND (version = $4 OR ($6::boolean AND terminal_at IS NULL AND EXISTS (SELECT 1 FROM attempts WHERE id = $2 AND status IN ('running', 'unknown'))))",
+    find: "AND (version = $4 OR (terminal_at IS NULL AND EXISTS (SELECT 1 FROM attempts WHERE id = $2 AND status IN ('running', 'unknown'))))",
     replace: "AND version = $4",
     tests: ["test/attempts/hedging.test.ts"],
     testNamePattern: "after a hedge failed",
