@@ -103,6 +103,8 @@ export interface RunResult {
   cpuPerJob: { app: number; postgres: number; temporal: number; total: number };
   /** The id of one finished job (to read its history). */
   sampleJobId?: string;
+  /** The ids of the jobs that succeeded, in the order they finished. */
+  jobIds: string[];
 }
 
 const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
@@ -119,6 +121,7 @@ export async function runJobs(system: System, infra: Infra, opts: { jobs: number
   let failed = 0;
   let next = 0;
   let sampleJobId: string | undefined;
+  const jobIds: string[] = [];
   const request = async (method: 'GET' | 'POST', pathName: string, headers: Record<string, string>, body?: string) => {
     const response = await pool.request({ method, path: pathName, headers, body });
     return { status: response.statusCode, json: (await response.body.json()) as { id: string; status: string } };
@@ -139,7 +142,10 @@ export async function runJobs(system: System, infra: Infra, opts: { jobs: number
           }
           latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
           if (answer.json.status !== 'succeeded') failed++;
-          else sampleJobId ??= answer.json.id;
+          else {
+            sampleJobId ??= answer.json.id;
+            jobIds.push(answer.json.id);
+          }
         }
       }),
     );
@@ -160,6 +166,7 @@ export async function runJobs(system: System, infra: Infra, opts: { jobs: number
     p99: percentile(latencies, 99),
     cpuPerJob: { app: perJob(cpu.app!), postgres: perJob(cpu.postgres!), temporal: perJob(temporal), total: perJob(cpu.app! + cpu.postgres! + temporal) },
     sampleJobId,
+    jobIds,
   };
 }
 
