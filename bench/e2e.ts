@@ -5,6 +5,7 @@ import path from 'node:path';
 import { Pool } from 'undici';
 import { CpuMeter } from './cpu';
 import { root, startService, type Infra, type Service } from './infra';
+import { percentile } from './stats';
 
 export const BENCH_KEY = 'k_bench';
 const PEER_DIR = path.join(root, 'bench', 'peers', 'dbos');
@@ -101,13 +102,10 @@ export interface RunResult {
   p99: number;
   /** CPU per job, ms, by part of the system. */
   cpuPerJob: { app: number; postgres: number; temporal: number; total: number };
-  /** The id of one finished job (to read its history). */
-  sampleJobId?: string;
-  /** The ids of the jobs that succeeded, in the order they finished. */
+  /** The ids of the jobs that succeeded, in the order they finished (to read their histories). */
   jobIds: string[];
 }
 
-const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 
 /**
  * Submits `jobs` new intents from `concurrency` clients, each waiting for its
@@ -120,7 +118,6 @@ export async function runJobs(system: System, infra: Infra, opts: { jobs: number
   const latencies: number[] = [];
   let failed = 0;
   let next = 0;
-  let sampleJobId: string | undefined;
   const jobIds: string[] = [];
   const request = async (method: 'GET' | 'POST', pathName: string, headers: Record<string, string>, body?: string) => {
     const response = await pool.request({ method, path: pathName, headers, body });
@@ -142,10 +139,7 @@ export async function runJobs(system: System, infra: Infra, opts: { jobs: number
           }
           latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
           if (answer.json.status !== 'succeeded') failed++;
-          else {
-            sampleJobId ??= answer.json.id;
-            jobIds.push(answer.json.id);
-          }
+          else jobIds.push(answer.json.id);
         }
       }),
     );
@@ -165,7 +159,6 @@ export async function runJobs(system: System, infra: Infra, opts: { jobs: number
     p50: percentile(latencies, 50),
     p99: percentile(latencies, 99),
     cpuPerJob: { app: perJob(cpu.app!), postgres: perJob(cpu.postgres!), temporal: perJob(temporal), total: perJob(cpu.app! + cpu.postgres! + temporal) },
-    sampleJobId,
     jobIds,
   };
 }

@@ -1,4 +1,5 @@
 import { Pool } from 'undici';
+import { percentile } from './stats';
 
 export interface LoadResult {
   /** Latency percentiles in milliseconds (sub-millisecond resolution). */
@@ -18,7 +19,6 @@ export interface LoadRequest {
   expectStatus: number;
 }
 
-const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 
 /**
  * A closed-loop load: `connections` clients over keep-alive connections, each

@@ -1,3 +1,6 @@
+/** The p-th percentile (0 to 100) of values sorted ascending; NaN when there are none. */
+export const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+
 export const median = (values: number[]): number => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted.length ? sorted[Math.floor(sorted.length / 2)]! : NaN;
