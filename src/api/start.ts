@@ -1,3 +1,4 @@
+import { get } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client } from '@temporalio/client';
 import type { Pool } from 'pg';
@@ -9,7 +10,7 @@ import { warmConnections } from '../warm-up/rehearsal';
 import { loadOperations, type LoadedOperations } from '../operations/load';
 import { loadProviders } from '../providers/load';
 import { connectTemporal } from '../temporal/connect';
-import { warmUpStartMessages } from '../temporal/starter';
+import { warmUpStartMessages } from '../temporal/message-warm-up';
 import { apiContracts, buildApp, type App } from './app';
 import { JobWaiter } from './job-waiter';
 
@@ -55,6 +56,7 @@ export async function startApi(config: OnceflowConfig, db: Pool, metrics: Metric
     await Promise.all([waiter.listen(), warmConnections(db)]);
     warmUpStartMessages();
     await app.listen({ host: config.api.host, port: config.api.port });
+    await askReady(app.server.address() as AddressInfo);
   } catch (err) {
     await app.close();
     await waiter.close();
@@ -74,3 +76,21 @@ export async function startApi(config: OnceflowConfig, db: Pool, metrics: Metric
   };
 }
 
+
+/**
+ * One readiness request of the API's own, over loopback, before it says it
+ * listens: the first client's request does not pay for the first uses of
+ * Node's HTTP parser and socket writes and of Fastify's routing, reply and
+ * serialization. It reaches no job and counts against nobody's sign-in; one
+ * that fails is let go (the API is listening all the same).
+ */
+function askReady(address: AddressInfo): Promise<void> {
+  const host = address.address === '0.0.0.0' ? '127.0.0.1' : address.address === '::' ? '::1' : address.address;
+  return new Promise((resolve) => {
+    const request = get({ host, port: address.port, path: '/readyz', agent: false, timeout: 5_000, headers: { 'user-agent': 'onceflow-warm-up' } }, (response) => {
+      response.resume();
+      response.once('end', resolve).once('error', () => resolve());
+    });
+    request.once('timeout', () => request.destroy()).once('error', () => resolve());
+  });
+}

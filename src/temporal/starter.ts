@@ -1,6 +1,5 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
-import { temporal } from '@temporalio/proto';
 import { JOB_WORKFLOW, JOB_WORKFLOW_REVISION, searchAttributes, type JobWorkflowInput } from './contract';
 
 export interface WorkflowTarget {
@@ -57,32 +56,4 @@ export async function repairJobWorkflow(target: WorkflowTarget, job: JobToStart)
   }
   await startOrAttachJobWorkflow(target, job);
   return true;
-}
-
-/**
- * Takes the messages of a workflow start through their first use, which would
- * otherwise fall on the first job an API process admits: protobufjs builds a
- * message type's encoder, decoder and converters the first time each is used
- * (some 15 ms for a start request and its response). Everything is encoded
- * and decoded here, in the process; nothing reaches the server.
- */
-export function warmUpStartMessages(): void {
-  const { StartWorkflowExecutionRequest: Request, StartWorkflowExecutionResponse: Response } = temporal.api.workflowservice.v1;
-  const payload = { metadata: { encoding: Buffer.from('json/plain') }, data: Buffer.from('{}') };
-  const request = Request.fromObject({
-    namespace: 'warm-up',
-    identity: 'warm-up',
-    requestId: 'warm-up',
-    workflowId: 'warm-up',
-    workflowIdReusePolicy: temporal.api.enums.v1.WorkflowIdReusePolicy.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-    workflowIdConflictPolicy: temporal.api.enums.v1.WorkflowIdConflictPolicy.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-    workflowType: { name: JOB_WORKFLOW },
-    input: { payloads: [payload] },
-    taskQueue: { kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL, name: 'warm-up' },
-    workflowTaskTimeout: { seconds: 10 },
-    searchAttributes: { indexedFields: { [searchAttributes.principal.name]: payload } },
-    header: { fields: {} },
-  });
-  Request.toObject(Request.decode(Request.encode(request).finish()));
-  Response.toObject(Response.decode(Response.encode(Response.fromObject({ runId: 'warm-up', started: true })).finish()));
 }

@@ -13,6 +13,7 @@ import { ensureRetentionSchedule, ensureSweeperSchedule } from '../temporal/sche
 import { WARM_UP_WORKFLOW, WARM_UP_WORKFLOW_ID_PREFIX } from '../temporal/contract';
 import { hostname } from 'node:os';
 import { warmUpTokenizers } from '../contracts/models';
+import { warmUpActivationMessages } from '../temporal/message-warm-up';
 import { buildActivityDeps } from './activity-deps';
 import { createWorker } from './worker';
 
@@ -33,6 +34,7 @@ export async function startWorker(config: OnceflowConfig, db: Pool, metrics: Met
   await recordBaselines(db, operations, route);
   // The first job should cost what the hundredth does: the tokenizers it checks prompts with are built now.
   warmUpTokenizers([...operations.keys()].flatMap((name) => route(name).map((step) => step.model)));
+  warmUpActivationMessages();
   const connection = await connectTemporalWorker(config.temporal.connection);
   // The worker's own client: the sweeper starts job workflows with it, and it keeps the Schedules up to date.
   const clientConnection = await connectTemporal(config.temporal.connection);

@@ -670,4 +670,18 @@ export const GUARDS: Guard[] = [
     replace: 'SELECT j.operation, j.route_version, j.status, false AS with_unknowns, false AS with_contract_violations, false AS with_effects_in_review FROM done j',
     tests: ['test/metering/job-outcomes.test.ts'],
   },
+  {
+    name: "the API's warm-up decodes the start's answer with the link a real one carries",
+    file: 'src/temporal/message-warm-up.ts',
+    find: 'link: { workflowEvent: { ...run, ...reference } } });',
+    replace: '});',
+    tests: ['test/stack/warm-up-codecs.test.ts'],
+  },
+  {
+    name: "the worker's warm-up decodes a first activation with its search attributes",
+    file: 'src/worker/start.ts',
+    find: '  warmUpActivationMessages();\n',
+    replace: '',
+    tests: ['test/stack/warm-up-codecs.test.ts'],
+  },
 ];
