@@ -1,32 +1,51 @@
-import { runJobs, startOnceflow } from '../e2e';
+import { preparePeer, runJobs, startFloor, startOnceflow, startPeer, type System } from '../e2e';
 import type { Infra } from '../infra';
 import { fixed, median, type ResultRow } from '../stats';
 
-/**
- * The first job after a start against the hundredth: fresh API and worker
- * processes, one job at a time. Each round starts the processes anew.
- */
-export async function startSection(infra: Infra, opts: { rounds: number }, log: (line: string) => void): Promise<ResultRow[]> {
-  const first: number[] = [];
-  const hundredth: number[] = [];
-  const startMs: number[] = [];
-  for (let round = 0; round < opts.rounds; round++) {
-    log(`start round ${round + 1}/${opts.rounds}`);
+/** The first job after a start and the hundredth, one at a time, each round on processes started anew. */
+interface FirstAndHundredth {
+  readyMs: number[];
+  first: number[];
+  hundredth: number[];
+}
+
+async function firstAndHundredth(infra: Infra, start: () => Promise<System>, rounds: number, label: string, log: (line: string) => void): Promise<FirstAndHundredth> {
+  const found: FirstAndHundredth = { readyMs: [], first: [], hundredth: [] };
+  for (let round = 0; round < rounds; round++) {
+    log(`start: ${label}, round ${round + 1}/${rounds}`);
     const t0 = Date.now();
-    const system = await startOnceflow(infra);
-    startMs.push(Date.now() - t0);
+    const system = await start();
+    found.readyMs.push(Date.now() - t0);
     try {
-      first.push((await runJobs(system, infra, { jobs: 1, concurrency: 1, ticketPrefix: `first-${round}` })).p50);
+      found.first.push((await runJobs(system, infra, { jobs: 1, concurrency: 1, ticketPrefix: `first-${round}` })).p50);
       await runJobs(system, infra, { jobs: 98, concurrency: 1, ticketPrefix: `mid-${round}` });
-      hundredth.push((await runJobs(system, infra, { jobs: 1, concurrency: 1, ticketPrefix: `hundredth-${round}` })).p50);
+      found.hundredth.push((await runJobs(system, infra, { jobs: 1, concurrency: 1, ticketPrefix: `hundredth-${round}` })).p50);
     } finally {
       await system.stop();
     }
   }
-  const f = median(first);
-  const h = median(hundredth);
+  return found;
+}
+
+/**
+ * The first job after a start against the hundredth: fresh API and worker
+ * processes, one job at a time. The DBOS peer and the floor (bench/floor)
+ * are started and measured the same way, in the same run: what any Node
+ * service pays for its code's first runs, beside Onceflow's.
+ */
+export async function startSection(infra: Infra, opts: { rounds: number }, log: (line: string) => void): Promise<ResultRow[]> {
+  preparePeer(log);
+  const onceflow = await firstAndHundredth(infra, () => startOnceflow(infra), opts.rounds, 'Onceflow', log);
+  const peer = await firstAndHundredth(infra, () => startPeer(infra), opts.rounds, 'the DBOS peer', log);
+  const floor = await firstAndHundredth(infra, () => startFloor(infra), opts.rounds, 'the floor', log);
+  const ratioOf = (found: FirstAndHundredth) => median(found.first) / median(found.hundredth);
+  const row = (found: FirstAndHundredth) => `${fixed(median(found.first))} against ${fixed(median(found.hundredth))} (${fixed(ratioOf(found), 2)}x)`;
+  const f = median(onceflow.first);
+  const h = median(onceflow.hundredth);
   return [
-    { section: 'start', measure: 'API and worker ready (ms)', value: fixed(median(startMs), 0) },
+    { section: 'start', measure: 'API and worker ready (ms)', value: fixed(median(onceflow.readyMs), 0) },
     { section: 'start', measure: 'first job after start (ms)', value: fixed(f), reference: `${fixed(h)} the 100th`, ratio: f / h, target: '<= 1.5x', ok: f / h <= 1.5 },
+    { section: 'start', measure: 'first job against the 100th: the DBOS peer (ms)', value: '', reference: row(peer) },
+    { section: 'start', measure: 'first job against the 100th: the floor (ms)', value: '', reference: row(floor) },
   ];
 }
