@@ -66,11 +66,20 @@ export async function rehearseJob(client: PoolClient): Promise<void> {
 }
 
 /**
+ * How often each warmed connection rehearses a job: PostgreSQL plans each of
+ * a prepared statement's first five executions on a connection anew, and
+ * builds the plan it keeps at the sixth; the seventh, a real job's, plans
+ * nothing. The repetitions also take the processes' own code of the job's
+ * way (the driver, the ledger's functions) past its first, slowest runs.
+ */
+export const REHEARSALS = 6;
+
+/**
  * Takes `count` of the pool's connections (by default WARM_CONNECTIONS, which
  * the pool keeps open while idle; never more than the pool holds) through
- * rehearseJob at once, and gives each back only once its own rehearsal has
- * ended: a connection whose rehearsal failed is closed, never handed on
- * inside its transaction.
+ * rehearseJob REHEARSALS times each, at once, and gives each back only once
+ * its own rehearsals have ended: a connection whose rehearsal failed is
+ * closed, never handed on inside its transaction.
  * @throws the first failure (connecting, or a rehearsal), once every connection is back.
  */
 export async function warmConnections(db: Pool, count = WARM_CONNECTIONS): Promise<void> {
@@ -78,7 +87,7 @@ export async function warmConnections(db: Pool, count = WARM_CONNECTIONS): Promi
     Array.from({ length: Math.min(count, db.options.max ?? count) }, async () => {
       const { client, release } = await checkout(db);
       try {
-        await rehearseJob(client);
+        for (let rehearsal = 0; rehearsal < REHEARSALS; rehearsal++) await rehearseJob(client);
       } catch (err) {
         release(err as Error);
         throw err;

@@ -1,7 +1,7 @@
 import type { PoolClient, QueryConfig } from 'pg';
 import { checkout, createPool } from '../../src/db/pool';
 import { prepared, statementName } from '../../src/db/prepared';
-import { rehearseJob } from '../../src/warm-up/rehearsal';
+import { rehearseJob, warmConnections } from '../../src/warm-up/rehearsal';
 import { JOB_COLUMNS } from '../../src/ledger/jobs';
 import { JOB_ENDED_COLUMNS } from '../../src/ledger/job-ended';
 import { startTestStack, submitReply, type TestStack } from '../harness/stack';
@@ -114,6 +114,32 @@ describe("a job's happy path", () => {
     expect(mine.length).toBeGreaterThanOrEqual(12);
     const replanned = mine.filter((plan) => Number(plan.custom_plans) > 5).map((plan) => ofThisJob.find((statement) => statement.name === plan.name)!.text.replace(/\s+/g, ' ').slice(0, 80));
     expect(replanned).toEqual([]);
+  });
+
+  it('leaves nothing of the job to plan on a warmed connection: its first job runs every statement on the plan kept', async () => {
+    // Arrange: a new connection, warmed as a process warms its connections at start.
+    const pool = createPool(stack.db.url, { max: 1 });
+    await warmConnections(pool, 1);
+    const { client, release } = await checkout(pool);
+    const plansOf = async () => new Map((await client.query<{ name: string; custom_plans: string }>('SELECT name, custom_plans FROM pg_prepared_statements')).rows.map((row) => [row.name, Number(row.custom_plans)]));
+    let before: Map<string, number>;
+    let after: Map<string, number>;
+    try {
+      before = await plansOf();
+
+      // Act: the first job's statements on it.
+      await rehearseJob(client);
+      after = await plansOf();
+    } finally {
+      release();
+      await pool.end();
+    }
+
+    // Assert: PostgreSQL planned none of them for this execution (it plans a statement's first five anew).
+    const ofTheJob = ofThisJob.filter((statement) => after.has(statement.name!));
+    expect(ofTheJob.length).toBeGreaterThanOrEqual(12);
+    const planned = ofTheJob.filter((statement) => after.get(statement.name!)! > (before.get(statement.name!) ?? 0)).map((statement) => statement.text.replace(/\s+/g, ' ').slice(0, 80));
+    expect(planned).toEqual([]);
   });
 
   it('runs no statement that a rehearsed connection has not prepared already', async () => {

@@ -94,7 +94,7 @@ describe("warming a process's connections", () => {
       if (!sql.includes('WITH opened AS')) return;
       opened++;
       if (opened === 1) return connectionLost();
-      await pause(500)();
+      if (opened === 2) await pause(500)();
     };
     const before = await countRows(db);
 
