@@ -1,4 +1,5 @@
 import { coresdk, temporal } from '@temporalio/proto';
+import { Type } from 'protobufjs';
 import { JOB_WORKFLOW, searchAttributes } from './contract';
 
 /*
@@ -43,15 +44,28 @@ export function warmUpStartMessages(): void {
 }
 
 /**
- * The worker's: a job workflow's first activation as the worker's main
- * thread decodes it, with the search attributes the job's start gave it
- * (the warm-up workflow's own start has none).
+ * The worker's: every message type its main thread decodes and encodes
+ * between the SDK's core and its workflows and activities (the activations
+ * and their completions, the activity tasks and theirs, and each type they
+ * can hold), built at start. Some only a job's later way uses (a scheduled
+ * activity, a timer, a signal, a workflow evicted from the cache), and the
+ * warm-up workflow's own activation carries none of them.
  */
 export function warmUpActivationMessages(): void {
-  const { WorkflowActivation: Activation } = coresdk.workflow_activation;
-  const activation = Activation.fromObject({
-    runId: 'warm-up',
-    jobs: [{ initializeWorkflow: { workflowType: JOB_WORKFLOW, workflowId: 'warm-up', arguments: [PAYLOAD], searchAttributes: { indexedFields: { [searchAttributes.principal.name]: PAYLOAD } } } }],
-  });
-  Activation.toObject(Activation.decode(Activation.encode(activation).finish()));
+  const { workflow_activation, workflow_completion, activity_task, activity_result } = coresdk;
+  const built = new Set<Type>();
+  for (const root of [workflow_activation.WorkflowActivation, workflow_completion.WorkflowActivationCompletion, activity_task.ActivityTask, coresdk.ActivityTaskCompletion, activity_result.ActivityExecutionResult]) {
+    buildCodecs(root as unknown as Type, built);
+  }
+}
+
+/** Builds the codecs of `type` and of every message type its fields can hold. */
+function buildCodecs(type: Type, built: Set<Type>): void {
+  if (built.has(type)) return;
+  built.add(type);
+  type.setup();
+  for (const field of type.fieldsArray) {
+    const held = field.resolve().resolvedType;
+    if (held instanceof Type) buildCodecs(held, built);
+  }
 }

@@ -678,7 +678,7 @@ export const GUARDS: Guard[] = [
     tests: ['test/stack/warm-up-codecs.test.ts'],
   },
   {
-    name: "the worker's warm-up decodes a first activation with its search attributes",
+    name: "the worker's warm-up builds the codecs of its activations, activity tasks and completions",
     file: 'src/worker/start.ts',
     find: '  warmUpActivationMessages();\n',
     replace: '',
