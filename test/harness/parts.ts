@@ -1,6 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline';
+import type { SimStack } from '../../src/sim/stack';
+import { readHarnessState } from './state';
 
 const ROOT = path.join(__dirname, '..', '..');
 
@@ -34,4 +37,26 @@ export function stopPart(proc: ChildProcess | undefined, signal: NodeJS.Signals 
     proc.once('exit', () => resolve());
     proc.kill(signal);
   });
+}
+
+/**
+ * What an API or a worker part runs with here: the database, the run's
+ * Temporal server, a task queue of its own (named from `name`), the
+ * simulators, free ports, and alice's key.
+ */
+export function partEnv(opts: { databaseUrl: string; sims: SimStack; name: string; aliceKey: string }): NodeJS.ProcessEnv {
+  const state = readHarnessState();
+  const port = (url: string) => new URL(url).port;
+  return {
+    DATABASE_URL: opts.databaseUrl,
+    TEMPORAL_ADDRESS: state.temporalAddress,
+    TEMPORAL_NAMESPACE: state.temporalNamespace,
+    ONCEFLOW_TASK_QUEUE: `${opts.name}-${randomUUID().slice(0, 8)}`,
+    ONCEFLOW_API_KEYS: `alice:${opts.aliceKey}`,
+    ONCEFLOW_API_PORT: '0',
+    ONCEFLOW_WORKER_METRICS_PORT: '0',
+    SIM_PRIMARY_PORT: port(opts.sims.primary.url),
+    SIM_BACKUP_PORT: port(opts.sims.backup.url),
+    SIM_DOWNSTREAM_PORT: port(opts.sims.downstream.url),
+  };
 }

@@ -1,5 +1,4 @@
 import type { ChildProcess } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -7,8 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startSimStack, type SimStack } from '../../src/sim/stack';
 import { createTestDatabase, type TestDatabase } from '../harness/database';
-import { startPart, stopPart } from '../harness/parts';
-import { readHarnessState } from '../harness/state';
+import { partEnv, startPart, stopPart } from '../harness/parts';
 
 const KEY = 'k_own_operation_alice';
 const TOKEN = 'tickets-secret-token';
@@ -100,20 +98,9 @@ describe('an operation and a downstream declared in a file', () => {
     dir = mkdtempSync(path.join(tmpdir(), 'onceflow-own-op-'));
     const file = path.join(dir, 'operations.yaml');
     writeFileSync(file, operationsFile(ticketing.url));
-    const state = readHarnessState();
-    const port = (url: string) => new URL(url).port;
     const env: NodeJS.ProcessEnv = {
-      DATABASE_URL: db.url,
-      TEMPORAL_ADDRESS: state.temporalAddress,
-      TEMPORAL_NAMESPACE: state.temporalNamespace,
-      ONCEFLOW_TASK_QUEUE: `own-operation-${randomUUID().slice(0, 8)}`,
+      ...partEnv({ databaseUrl: db.url, sims, name: 'own-operation', aliceKey: KEY }),
       ONCEFLOW_OPERATIONS_FILE: file,
-      ONCEFLOW_API_KEYS: `alice:${KEY}`,
-      ONCEFLOW_API_PORT: '0',
-      ONCEFLOW_WORKER_METRICS_PORT: '0',
-      SIM_PRIMARY_PORT: port(sims.primary.url),
-      SIM_BACKUP_PORT: port(sims.backup.url),
-      SIM_DOWNSTREAM_PORT: port(sims.downstream.url),
       TICKETS_TOKEN: TOKEN,
     };
     worker = (await startPart('worker', env, /^worker: polling/)).proc;

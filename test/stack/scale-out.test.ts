@@ -1,9 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { startSimStack, type SimStack } from '../../src/sim/stack';
 import { createTestDatabase, type TestDatabase } from '../harness/database';
-import { startPart, stopPart } from '../harness/parts';
-import { readHarnessState } from '../harness/state';
+import { partEnv, startPart, stopPart } from '../harness/parts';
 
 const KEY = 'k_scale_out_alice';
 const OPERATOR_KEY = 'k_scale_out_operator';
@@ -32,17 +30,9 @@ describe('two APIs and two workers on one stack', () => {
   beforeAll(async () => {
     db = await createTestDatabase({ migrate: false });
     sims = await startSimStack();
-    const state = readHarnessState();
-    const port = (url: string) => new URL(url).port;
     env = {
-      DATABASE_URL: db.url,
-      TEMPORAL_ADDRESS: state.temporalAddress,
-      TEMPORAL_NAMESPACE: state.temporalNamespace,
-      ONCEFLOW_TASK_QUEUE: `scale-out-${randomUUID().slice(0, 8)}`,
-      ONCEFLOW_API_KEYS: `alice:${KEY}`,
+      ...partEnv({ databaseUrl: db.url, sims, name: 'scale-out', aliceKey: KEY }),
       ONCEFLOW_OPERATOR_KEYS: OPERATOR_KEY,
-      ONCEFLOW_API_PORT: '0',
-      ONCEFLOW_WORKER_METRICS_PORT: '0',
       ONCEFLOW_RATE_LIMIT_PER_MINUTE: '100000',
       ONCEFLOW_ATTEMPT_TIMEOUT_MS: '3000',
       ONCEFLOW_WORKFLOW_TASK_TIMEOUT_MS: '2000',
@@ -50,9 +40,6 @@ describe('two APIs and two workers on one stack', () => {
       ONCEFLOW_RECONCILE_INTERVAL_MS: '500',
       ONCEFLOW_EFFECT_LEASE_MS: '2000',
       ONCEFLOW_EFFECT_CALL_TIMEOUT_MS: '500',
-      SIM_PRIMARY_PORT: port(sims.primary.url),
-      SIM_BACKUP_PORT: port(sims.backup.url),
-      SIM_DOWNSTREAM_PORT: port(sims.downstream.url),
     };
     for (let i = 0; i < 2; i++) parts.push((await startPart('worker', env, /^worker: polling/)).proc);
     for (let i = 0; i < 2; i++) {

@@ -5,8 +5,7 @@ import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { startSimStack, type SimStack } from '../../src/sim/stack';
 import { createTestDatabase, type TestDatabase } from '../harness/database';
-import { startPart, stopPart } from '../harness/parts';
-import { readHarnessState } from '../harness/state';
+import { partEnv, startPart, stopPart } from '../harness/parts';
 
 const KEY = 'k_codecs_alice';
 const WATCH = path.join(__dirname, '..', 'fixtures', 'codec-watch.ts');
@@ -31,23 +30,8 @@ describe('the warm-ups of the API and the worker', () => {
   beforeAll(async () => {
     db = await createTestDatabase({ migrate: false });
     sims = await startSimStack();
-    const state = readHarnessState();
-    const port = (url: string) => new URL(url).port;
-    const taskQueue = `codecs-${randomUUID().slice(0, 8)}`;
-    const env = (part: string): NodeJS.ProcessEnv => ({
-      NODE_OPTIONS: `--require tsx/cjs --require ${WATCH}`,
-      CODEC_WATCH_FILE: path.join(dir, part),
-      DATABASE_URL: db.url,
-      TEMPORAL_ADDRESS: state.temporalAddress,
-      TEMPORAL_NAMESPACE: state.temporalNamespace,
-      ONCEFLOW_TASK_QUEUE: taskQueue,
-      ONCEFLOW_API_KEYS: `alice:${KEY}`,
-      ONCEFLOW_API_PORT: '0',
-      ONCEFLOW_WORKER_METRICS_PORT: '0',
-      SIM_PRIMARY_PORT: port(sims.primary.url),
-      SIM_BACKUP_PORT: port(sims.backup.url),
-      SIM_DOWNSTREAM_PORT: port(sims.downstream.url),
-    });
+    const common = partEnv({ databaseUrl: db.url, sims, name: 'codecs', aliceKey: KEY });
+    const env = (part: string): NodeJS.ProcessEnv => ({ ...common, NODE_OPTIONS: `--require tsx/cjs --require ${WATCH}`, CODEC_WATCH_FILE: path.join(dir, part) });
     const worker = await startPart('worker', env('worker'), /^worker: polling/);
     parts.push(worker.proc);
     const api = await startPart('api', env('api'), /^api: listening on (\S+)/);
