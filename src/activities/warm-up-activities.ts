@@ -45,10 +45,10 @@ export interface WarmUpReport {
  * hundredth does: the output contracts are compiled; database connections
  * opened and taken through a job's statements (warmConnections: rolled
  * back, nothing stays); the HTTP client that effects use (Node's fetch) and
- * the SDK of each kind of provider the routes use taken through requests
- * (LOOPBACK_ROUNDS each) to a server of its own, on loopback, that lives only for it: a twin of
- * the provider's adapter, pointed there, sends a completion and parses the
- * answer as a real call does. Run inside the warm-up workflow, it also
+ * the SDK of each kind of provider the routes use taken through
+ * LOOPBACK_ROUNDS requests each to a server of its own, on loopback, that
+ * lives only for it: a twin of the provider's adapter, pointed there, sends
+ * a completion and parses the answer as a real call does. Run inside the warm-up workflow, it also
  * takes the workflow sandbox, the message codecs and a local activity's round
  * trip through their first use. It leaves no ledger row and reaches no
  * provider and no downstream.

@@ -76,7 +76,6 @@ export async function startApi(config: OnceflowConfig, db: Pool, metrics: Metric
   };
 }
 
-
 /**
  * One readiness request of the API's own, over loopback, before it says it
  * listens: the first client's request does not pay for the first uses of

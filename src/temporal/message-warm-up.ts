@@ -5,11 +5,11 @@ import { JOB_WORKFLOW, searchAttributes } from './contract';
 /*
  * protobufjs builds a message type's encoder, decoder and converters the
  * first time the type is used, about a millisecond each; a type that only a
- * job uses would be built on the first job. Each process takes the messages
- * of a job's way through their first use before it says it is ready, with
- * the fields a real one carries (a nested type is built only when a message
- * holds it). Everything is encoded and decoded here, in the process; nothing
- * reaches the server. test/stack/warm-up-codecs.test.ts runs the API and the
+ * job uses would be built on the first job. Each process builds the types
+ * of a job's way before it says it is ready: the API by taking its messages
+ * through an encode and a decode, with the fields a real one carries (a
+ * nested type is built only when a message holds it), the worker all of its
+ * types at once. Nothing reaches the server. test/stack/warm-up-codecs.test.ts runs the API and the
  * worker as processes of their own and fails on any type a job then builds.
  */
 
