@@ -13,6 +13,7 @@ import { connectTemporal } from '../temporal/connect';
 import { warmUpStartMessages } from '../temporal/message-warm-up';
 import { apiContracts, buildApp, type App } from './app';
 import { JobWaiter } from './job-waiter';
+import { urlHost } from '../url-host';
 
 export interface RunningApi {
   app: App;
@@ -84,9 +85,8 @@ export async function startApi(config: OnceflowConfig, db: Pool, metrics: Metric
  * that fails is let go (the API is listening all the same).
  */
 function askReady(address: AddressInfo): Promise<void> {
-  const host = address.address === '0.0.0.0' ? '127.0.0.1' : address.address === '::' ? '::1' : address.address;
   return new Promise((resolve) => {
-    const request = get({ host, port: address.port, path: '/readyz', agent: false, timeout: 5_000, headers: { 'user-agent': 'onceflow-warm-up' } }, (response) => {
+    const request = get(`http://${urlHost(address.address)}:${address.port}/readyz`, { agent: false, timeout: 5_000, headers: { 'user-agent': 'onceflow-warm-up' } }, (response) => {
       response.resume();
       response.once('end', resolve).once('error', () => resolve());
     });

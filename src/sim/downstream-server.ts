@@ -15,8 +15,8 @@ import {
   readJsonBody,
   resetConnection,
   sendJson,
-  urlHost,
 } from './sim-http';
+import { urlHost } from '../url-host';
 
 /** One recorded delivery. */
 export interface Delivery {

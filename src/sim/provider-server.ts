@@ -22,8 +22,8 @@ import {
   readJsonBody,
   resetConnection,
   sendJson,
-  urlHost,
 } from './sim-http';
+import { urlHost } from '../url-host';
 
 export type { SimChatCompletion, SimChatMessage } from './completion';
 

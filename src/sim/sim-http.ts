@@ -144,13 +144,6 @@ export class ServerLifecycle {
   }
 }
 
-/** The host part of a URL for `host`, reachable from this machine. */
-export function urlHost(host: string): string {
-  if (host === '0.0.0.0' || host === '') return '127.0.0.1';
-  if (host === '::') return '[::1]';
-  return host.includes(':') ? `[${host}]` : host;
-}
-
 /**
  * An HTTP server whose requests go to `route`; a route that throws is
  * answered 500 through `fail` (each simulator has its own error body).

@@ -29,6 +29,9 @@ interface Ran {
   values: unknown[];
 }
 
+/** A statement as a failure shows it: its first 80 characters, on one line. */
+const shown = (statement: Ran): string => statement.text.replace(/\s+/g, ' ').slice(0, 80);
+
 /** Records every statement `client` is asked to run into `ran`, while `recording()` says so. */
 function recordStatements(client: PoolClient, ran: Ran[], recording: () => boolean): void {
   const query = client.query.bind(client) as (...args: unknown[]) => unknown;
@@ -73,7 +76,7 @@ describe("a job's happy path", () => {
 
   it('runs only prepared statements, in the API and in the worker', () => {
     expect(ofThisJob.length).toBeGreaterThanOrEqual(12);
-    expect(ofThisJob.filter((statement) => statement.name === undefined).map((statement) => statement.text.replace(/\s+/g, ' ').slice(0, 80))).toEqual([]);
+    expect(ofThisJob.filter((statement) => statement.name === undefined).map((statement) => shown(statement))).toEqual([]);
   });
 
   it("meters the winner's usage from what its commit returned: no read of its attempt after the answer is committed", () => {
@@ -81,7 +84,7 @@ describe("a job's happy path", () => {
     const committed = ofThisJob.findIndex((statement) => /^UPDATE jobs SET output = /.test(statement.text.trim()));
     expect(committed).toBeGreaterThan(0);
     const readsOfAnAttempt = ofThisJob.slice(committed).filter((statement) => /^SELECT\b[\s\S]*\bFROM attempts WHERE id = \$1\s*$/.test(statement.text.trim()));
-    expect(readsOfAnAttempt.map((statement) => statement.text.replace(/\s+/g, ' ').slice(0, 80))).toEqual([]);
+    expect(readsOfAnAttempt.map((statement) => shown(statement))).toEqual([]);
   });
 
   it('takes no look at the job while it waits with Prefer: wait: the announcement of its end is heard', () => {
@@ -112,7 +115,7 @@ describe("a job's happy path", () => {
     const ofTheJob = new Set(ofThisJob.map((statement) => statement.name!));
     const mine = plans.filter((plan) => ofTheJob.has(plan.name));
     expect(mine.length).toBeGreaterThanOrEqual(12);
-    const replanned = mine.filter((plan) => Number(plan.custom_plans) > 5).map((plan) => ofThisJob.find((statement) => statement.name === plan.name)!.text.replace(/\s+/g, ' ').slice(0, 80));
+    const replanned = mine.filter((plan) => Number(plan.custom_plans) > 5).map((plan) => shown(ofThisJob.find((statement) => statement.name === plan.name)!));
     expect(replanned).toEqual([]);
   });
 
@@ -138,7 +141,7 @@ describe("a job's happy path", () => {
     // Assert: PostgreSQL planned none of them for this execution (it plans a statement's first five anew).
     const ofTheJob = ofThisJob.filter((statement) => after.has(statement.name!));
     expect(ofTheJob.length).toBeGreaterThanOrEqual(12);
-    const planned = ofTheJob.filter((statement) => after.get(statement.name!)! > (before.get(statement.name!) ?? 0)).map((statement) => statement.text.replace(/\s+/g, ' ').slice(0, 80));
+    const planned = ofTheJob.filter((statement) => after.get(statement.name!)! > (before.get(statement.name!) ?? 0)).map((statement) => shown(statement));
     expect(planned).toEqual([]);
   });
 
@@ -157,7 +160,7 @@ describe("a job's happy path", () => {
     }
 
     // Assert: the connection holds every statement of the job, prepared, after the rehearsal's rollback.
-    const missed = ofThisJob.filter((statement) => !preparedHere.has(statement.name!)).map((statement) => statement.text.replace(/\s+/g, ' ').slice(0, 80));
+    const missed = ofThisJob.filter((statement) => !preparedHere.has(statement.name!)).map((statement) => shown(statement));
     expect(ofThisJob.length).toBeGreaterThanOrEqual(12);
     expect([...new Set(missed)]).toEqual([]);
   });
