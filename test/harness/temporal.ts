@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -37,10 +38,23 @@ export function workflowBundle(): { codePath: string } {
   return { codePath: readHarnessState().workflowBundlePath };
 }
 
-/** A time-skipping environment on Temporal's Java test server (one per test file). */
-export function createTimeSkippingEnv(): Promise<TestWorkflowEnvironment> {
+/**
+ * A time-skipping environment on Temporal's Java test server (one per test
+ * file). The SDK gives the server 5 s to accept connections, which a JVM
+ * starting on a loaded machine can miss: a start that timed out is tried
+ * again (up to three times), after its server, if it came up late, is stopped.
+ */
+export async function createTimeSkippingEnv(): Promise<TestWorkflowEnvironment> {
   const { testServerPath } = readHarnessState();
-  return TestWorkflowEnvironment.createTimeSkipping(
-    testServerPath ? { server: { executable: { type: 'existing-path', path: testServerPath } } } : undefined,
-  );
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await TestWorkflowEnvironment.createTimeSkipping(
+        testServerPath ? { server: { executable: { type: 'existing-path', path: testServerPath } } } : undefined,
+      );
+    } catch (err) {
+      const late = /ephemeral server at [\d.]+:(\d+) did not start within/.exec((err as Error).message);
+      if (!late || attempt === 3) throw err;
+      spawnSync('pkill', ['-f', `io.temporal.testserver.TestServer ${late[1]}$`]);
+    }
+  }
 }
