@@ -1,5 +1,6 @@
 import type { HttpEffectDeclaration } from './http-declaration';
 import { createRedactor, resolveEnv } from './http-env';
+import { downstreamFetch } from './downstream-fetch';
 import { classifyTransportFailure, defaultFailureKind, statusFailure, type FailureResult } from './http-outcome';
 import { statusLists } from './http-statuses';
 import { renderTemplate, renderUrl, TemplateValueError, unknownPlaceholders } from './http-template';
@@ -106,7 +107,7 @@ export function createHttpEffect(declaration: HttpEffectDeclaration, env: NodeJS
     requestHeaders.set(idempotencyHeader, context.key);
     let response: Response;
     try {
-      response = await fetch(target, { method, headers: requestHeaders, body, redirect: 'manual', signal: signalFor(context) });
+      response = await downstreamFetch(target, { method, headers: requestHeaders, body, signal: signalFor(context) });
     } catch (err) {
       return masked(classifyTransportFailure(err));
     }
@@ -139,7 +140,7 @@ export function createHttpEffect(declaration: HttpEffectDeclaration, env: NodeJS
     }
     let response: Response;
     try {
-      response = await fetch(target, { method: declared.method, headers, redirect: 'manual', signal: signalFor(context) });
+      response = await downstreamFetch(target, { method: declared.method, headers, signal: signalFor(context) });
     } catch (err) {
       throw fail(`failed: ${classifyTransportFailure(err).detail}`);
     }

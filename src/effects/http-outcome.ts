@@ -9,12 +9,21 @@ export type FailureResult = Exclude<PerformResult, { kind: 'done' }>;
  * declared. Only 429 says the request was turned away before it was
  * processed; 408, 409 (same key in flight) and every 5xx may come from a proxy
  * after the service acted, so they are ambiguous (DESIGN.md treats
- * 502/503/504 as maybe executed); other statuses are a definite no.
+ * 502/503/504 as maybe executed). A 3xx (never followed: downstream-fetch.ts)
+ * proves nothing either way: a downstream may answer a repeated key, or a
+ * create, with 303 See Other, having acted. Other 4xx are a definite no.
  */
 export function defaultFailureKind(status: number): FailureKind {
   if (status === 429) return 'not_performed';
-  if (status === 408 || status === 409 || status >= 500) return 'ambiguous';
+  if (status === 408 || status === 409 || status >= 500 || (status >= 300 && status <= 399)) return 'ambiguous';
   return 'rejected';
+}
+
+/** The class of an ambiguous answer, by its status. */
+function ambiguousClass(status: number): string {
+  if (status >= 500) return 'server_error';
+  if (status >= 300 && status <= 399) return 'redirect';
+  return status === 408 || status === 409 ? 'in_flight' : 'uncertain';
 }
 
 /**
@@ -29,7 +38,7 @@ export function statusFailure(kind: FailureKind, status: number, retryAfter: str
       return { kind, class: status === 429 ? 'rate_limited' : 'unavailable', detail, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
     }
     case 'ambiguous':
-      return { kind, class: status >= 500 ? 'server_error' : status === 408 || status === 409 ? 'in_flight' : 'uncertain', detail };
+      return { kind, class: ambiguousClass(status), detail: status >= 300 && status <= 399 ? `${detail} (a redirect, not followed)` : detail };
     case 'rejected':
       return { kind, class: status === 401 || status === 403 ? 'unauthorized' : 'rejected', detail };
   }

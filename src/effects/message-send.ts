@@ -1,3 +1,4 @@
+import { downstreamFetch } from './downstream-fetch';
 import { classifyDownstreamStatus, classifyTransportFailure } from './http-outcome';
 import type { EffectAdapter, EffectContext, LookupResult, PerformResult } from './types';
 
@@ -27,7 +28,7 @@ export function createMessageSend(options: MessageSendOptions): EffectAdapter {
       });
       let response: Response;
       try {
-        response = await fetch(`${base}/v1/messages`, {
+        response = await downstreamFetch(`${base}/v1/messages`, {
           method: 'POST',
           headers: { 'content-type': 'application/json', 'idempotency-key': context.key },
           body,
@@ -53,7 +54,7 @@ export function createMessageSend(options: MessageSendOptions): EffectAdapter {
     },
 
     async lookup(key: string): Promise<LookupResult> {
-      const response = await fetch(`${base}/v1/messages/by-key/${encodeURIComponent(key)}`, { signal: AbortSignal.timeout(options.timeoutMs) });
+      const response = await downstreamFetch(`${base}/v1/messages/by-key/${encodeURIComponent(key)}`, { signal: AbortSignal.timeout(options.timeoutMs) });
       if (response.status === 404) {
         await response.body?.cancel();
         return { found: false };

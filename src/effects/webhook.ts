@@ -1,3 +1,4 @@
+import { downstreamFetch } from './downstream-fetch';
 import { classifyDownstreamStatus, classifyTransportFailure } from './http-outcome';
 import type { EffectAdapter, EffectContext, PerformResult } from './types';
 
@@ -23,7 +24,7 @@ export function createWebhook(options: WebhookOptions): EffectAdapter {
     async perform(context: EffectContext): Promise<PerformResult> {
       let response: Response;
       try {
-        response = await fetch(options.url, {
+        response = await downstreamFetch(options.url, {
           method: 'POST',
           headers: { ...options.headers, 'content-type': 'application/json', 'idempotency-key': context.key },
           body: JSON.stringify({ jobId: context.jobId, operation: context.operation, output: context.output }),

@@ -300,6 +300,22 @@ describe('a declared HTTP effect', () => {
       expect(unavailable).toMatchObject({ kind: 'not_performed', retryAfterMs: 2_000 });
     });
 
+    it('takes a 3xx as ambiguous (it proves nothing), unless the declaration classifies it', async () => {
+      // Arrange: a downstream that answers a create (or a repeated key) with 303 See Other
+      answer = () => ({ status: 303, headers: { location: '/tickets/c-1' } });
+      const byDefault = createHttpEffect(declared(), {});
+      const declaredDone = createHttpEffect(declared({ statuses: { done: ['2xx', '303'] }, receipt: undefined }), {});
+      const declaredRejected = createHttpEffect(declared({ statuses: { rejected: ['3xx'] } }), {});
+
+      // Act
+      const results = [await byDefault.perform!(context()), await declaredDone.perform!(context()), await declaredRejected.perform!(context())];
+
+      // Assert
+      expect(results[0]).toMatchObject({ kind: 'ambiguous', class: 'redirect', detail: expect.stringContaining('303') });
+      expect(results[1]).toEqual({ kind: 'done', receipt: { status: 303 } });
+      expect(results[2]).toMatchObject({ kind: 'rejected' });
+    });
+
     it('lets an exact code in one list win over a range in another', async () => {
       // Arrange
       answer = () => ({ status: 404 });

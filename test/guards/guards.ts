@@ -692,4 +692,18 @@ export const GUARDS: Guard[] = [
     tests: ['test/db/prepared.test.ts'],
     testNamePattern: 'nothing of the job to plan',
   },
+  {
+    name: 'no effect call follows a redirect (invariant 14)',
+    file: 'src/effects/downstream-fetch.ts',
+    find: "{ ...init, redirect: 'manual' }",
+    replace: '{ ...init }',
+    tests: ['test/effects/redirects.test.ts'],
+  },
+  {
+    name: 'a 3xx from a downstream is ambiguous unless declared',
+    file: 'src/effects/http-outcome.ts',
+    find: ' || (status >= 300 && status <= 399)) return \'ambiguous\';',
+    replace: ") return 'ambiguous';",
+    tests: ['test/effects/http-effect.test.ts', 'test/effects/redirects.test.ts'],
+  },
 ];
