@@ -3,7 +3,7 @@ import { createRedactor, resolveEnv } from './http-env';
 import { downstreamFetch } from './downstream-fetch';
 import { classifyTransportFailure, defaultFailureKind, statusFailure, type FailureResult } from './http-outcome';
 import { statusLists } from './http-statuses';
-import { renderTemplate, renderUrl, TemplateValueError, unknownPlaceholders } from './http-template';
+import { compileUrlTemplate, renderTemplate, TemplateValueError, unknownPlaceholders, type UrlTemplate } from './http-template';
 import { isJsonPointer, readJsonPointer } from './json-pointer';
 import { EFFECT_NAME_MAX_LENGTH, EFFECT_NAME_PATTERN, type EffectAdapter, type EffectContext, type LookupResult, type PerformResult } from './types';
 
@@ -58,11 +58,8 @@ export function createHttpEffect(declaration: HttpEffectDeclaration, env: NodeJS
 
   const method = declaration.method ?? 'POST';
   if (!['POST', 'PUT', 'PATCH'].includes(method)) throw invalid(`method ${String(method)} is not POST, PUT or PATCH`);
-  // The URL may name the job's values too (`/tickets/{{input.ticketId}}/comments`), URL-encoded when sent.
-  const url = fromEnv(declaration.url);
-  const unknownInUrl = unknownPlaceholders(url);
-  if (unknownInUrl.length) throw invalid(`the URL names ${unknownInUrl.map((path) => `{{${path}}}`).join(', ')}; placeholders may name input, output, job.id, job.operation and key`);
-  checkedUrl(url.replace(/\{\{[^{}]*\}\}/g, 'x'), 'the URL', invalid);
+  // The URL may name the job's values in its path and query (`/tickets/{{input.ticketId}}/comments`), URL-encoded when sent.
+  const url = checkedUrl(fromEnv(declaration.url), 'the URL', invalid);
   const headers = checkedHeaders(declaration.headers ?? {}, fromEnv, invalid);
   const idempotencyHeader = declaration.idempotencyHeader ?? DEFAULT_IDEMPOTENCY_HEADER;
   checkedHeaders({ [idempotencyHeader]: 'key' }, (text) => text, invalid);
@@ -90,7 +87,7 @@ export function createHttpEffect(declaration: HttpEffectDeclaration, env: NodeJS
     let body: string;
     let target: string;
     try {
-      target = renderUrl(url, context);
+      target = url.render(context);
     } catch (err) {
       if (!(err instanceof TemplateValueError)) throw err;
       // Nothing was sent: a definite no, with what was missing.
@@ -133,7 +130,7 @@ export function createHttpEffect(declaration: HttpEffectDeclaration, env: NodeJS
     const fail = (problem: string) => new Error(redact(`effect ${name}: receipt lookup ${problem}`));
     let target: string;
     try {
-      target = renderUrl(declared.url, { ...context, key });
+      target = declared.url.render({ ...context, key });
     } catch (err) {
       if (err instanceof TemplateValueError) throw fail(`URL could not be built: ${err.message}`);
       throw err;
@@ -170,7 +167,7 @@ export function createHttpEffect(declaration: HttpEffectDeclaration, env: NodeJS
 }
 
 interface CheckedLookup {
-  url: string;
+  url: UrlTemplate;
   method: 'GET' | 'POST';
   statusOf(status: number): 'found' | 'notFound' | undefined;
   /** The lookup's own pointers, else the perform's. */
@@ -183,10 +180,7 @@ function checkedLookup(
   fromEnv: (text: string) => string,
   invalid: (problem: string) => Error,
 ): CheckedLookup {
-  const url = fromEnv(lookup.url);
-  const unknown = unknownPlaceholders(url);
-  if (unknown.length) throw invalid(`the lookup URL names ${unknown.map((path) => `{{${path}}}`).join(', ')}; placeholders may name input, output, job.id, job.operation and key`);
-  checkedUrl(url.replace(/\{\{[^{}]*\}\}/g, 'x'), 'the lookup URL', invalid);
+  const url = checkedUrl(fromEnv(lookup.url), 'the lookup URL', invalid);
   const method = lookup.method ?? 'GET';
   if (method !== 'GET' && method !== 'POST') throw invalid(`lookup method ${String(method)} is not GET or POST`);
   const statusOf = statusLists({ found: lookup.found ?? ['2xx'], notFound: lookup.notFound ?? ['404'] }, invalid, 'lookup');
@@ -194,16 +188,15 @@ function checkedLookup(
   return { url, method, statusOf, ...(receipt ? { receipt } : {}) };
 }
 
-/** The URL is checked without its value in the message: it may hold a secret. */
-function checkedUrl(url: string, what: string, invalid: (problem: string) => Error): string {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw invalid(`${what} is not an absolute URL`);
-  }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw invalid(`${what} is not http or https`);
-  return url;
+/**
+ * A URL template, checked without its value in the message (it may hold a
+ * secret): placeholders that name what a job has, and only where they cannot
+ * move the request to another host.
+ */
+function checkedUrl(url: string, what: string, invalid: (problem: string) => Error): UrlTemplate {
+  const unknown = unknownPlaceholders(url);
+  if (unknown.length) throw invalid(`${what} names ${unknown.map((path) => `{{${path}}}`).join(', ')}; placeholders may name input, output, job.id, job.operation and key`);
+  return compileUrlTemplate(url, what, invalid);
 }
 
 /** Header names and values are checked as fetch would, without the value in the message. */

@@ -58,7 +58,7 @@ export function parseRetryAfterMs(retryAfter: string | null, nowMs = Date.now())
   return Number.isFinite(atMs) && atMs > nowMs ? atMs - nowMs : undefined;
 }
 
-/** A transport failure: refused at connect is a definite "not performed"; anything later may have been. */
+/** A transport failure: a URL fetch cannot parse is a definite no, refused at connect a definite "not performed"; anything later may have been. */
 export function classifyTransportFailure(err: unknown): FailureResult {
   const codes: string[] = [];
   for (let e: unknown = err; e && typeof e === 'object' && codes.length < 5; e = (e as { cause?: unknown }).cause) {
@@ -66,6 +66,8 @@ export function classifyTransportFailure(err: unknown): FailureResult {
     if (typeof code === 'string') codes.push(code);
   }
   const detail = `${(err as Error).message ?? String(err)}${codes.length ? ` (${codes.join(', ')})` : ''}`;
+  // fetch could not parse the URL: nothing left, and nothing will on another try.
+  if (codes.includes('ERR_INVALID_URL')) return { kind: 'rejected', class: 'invalid_url', detail };
   if (codes.some((code) => code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN')) return { kind: 'not_performed', class: 'refused', detail };
   if ((err as Error).name === 'TimeoutError' || (err as Error).name === 'AbortError') return { kind: 'ambiguous', class: 'timeout', detail };
   return { kind: 'ambiguous', class: 'connection_lost', detail };

@@ -42,12 +42,92 @@ export function renderTemplate(template: unknown, values: TemplateValues): unkno
   return template;
 }
 
+/** A URL whose origin the operations file fixed: only its path segments and query values vary with the job. */
+export interface UrlTemplate {
+  /** The scheme, host and port every rendered URL has. */
+  readonly origin: string;
+  /**
+   * The URL for these values, each URL-encoded in its place.
+   * @throws TemplateValueError as renderTemplate; and when a value cannot be
+   * encoded (a lone surrogate), or makes a path segment empty, `.` or `..`
+   * (it would remove or climb over a segment the declaration fixed).
+   */
+  render(values: TemplateValues): string;
+}
+
+/** `scheme://authority`, then the path, the query and the fragment. */
+const URL_PARTS = /^([a-z][a-z0-9+.-]*:\/\/[^/?#]*)([^?#]*)(?:\?([^#]*))?(#.*)?$/i;
+
 /**
- * Renders a URL template: each placeholder becomes its value as text, URL-encoded.
- * @throws TemplateValueError as renderTemplate.
+ * Checks a URL template (its `${ENV}` parts already read) and compiles it.
+ * Invariant 14: where a request goes, and so where its secret headers go, is
+ * the operator's, never the job's: a placeholder may stand in a path segment
+ * or a query value, never in the scheme, host, port, user, a query name or
+ * the fragment.
+ * @throws the error `invalid(problem)` makes, for a placeholder elsewhere, or
+ * a template that is not an absolute http(s) URL.
  */
-export function renderUrl(template: string, values: TemplateValues): string {
-  return template.replace(PLACEHOLDER, (_whole, path: string) => encodeURIComponent(asText(valueAt(values, path), path)));
+export function compileUrlTemplate(template: string, what: string, invalid: (problem: string) => Error): UrlTemplate {
+  const parts = URL_PARTS.exec(template);
+  if (!parts) throw invalid(`${what} is not an absolute URL`);
+  const [, authority, path, query, fragment] = parts as unknown as [string, string, string, string | undefined, string | undefined];
+  const fixed = (text: string | undefined) => !text || !hasPlaceholder(text);
+  const pairs = query === undefined ? undefined : query.split('&').map((pair) => (pair.includes('=') ? [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)] : [pair, undefined]) as [string, string | undefined]);
+  if (!fixed(authority) || !fixed(fragment) || !(pairs ?? []).every(([name]) => fixed(name))) {
+    throw invalid(`${what} has a placeholder outside the path segments and query values; the scheme, host and port (and query names) are fixed in the file`);
+  }
+  let origin: string;
+  try {
+    const parsed = new URL(template.replace(PLACEHOLDER, 'x'));
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw invalid(`${what} is not http or https`);
+    origin = parsed.origin;
+  } catch (err) {
+    if (!(err instanceof TypeError)) throw err;
+    throw invalid(`${what} is not an absolute URL`);
+  }
+  const segments = path.split('/');
+  return {
+    origin,
+    render(values) {
+      const renderedPath = segments
+        .map((segment) => {
+          if (!hasPlaceholder(segment)) return segment;
+          const rendered = fill(segment, values);
+          if (rendered === '' || rendered === '.' || rendered === '..') {
+            throw new TemplateValueError(`the path segment ${segment} renders as "${rendered}", which would change the path the declaration fixed`);
+          }
+          return rendered;
+        })
+        .join('/');
+      const renderedQuery = pairs?.map(([name, value]) => (value === undefined ? name : `${name}=${fill(value, values)}`)).join('&');
+      const url = `${authority}${renderedPath}${renderedQuery === undefined ? '' : `?${renderedQuery}`}${fragment ?? ''}`;
+      let parsed: URL;
+      try {
+        parsed = new URL(url);
+      } catch {
+        throw new TemplateValueError('the URL it renders is not a valid URL');
+      }
+      // Cannot differ by construction; checked all the same, since a secret would follow it.
+      if (parsed.origin !== origin) throw new TemplateValueError('the URL it renders names another host');
+      return url;
+    },
+  };
+}
+
+function hasPlaceholder(text: string): boolean {
+  return new RegExp(PLACEHOLDER.source).test(text);
+}
+
+/** A URL part with each placeholder's value as text, URL-encoded. */
+function fill(part: string, values: TemplateValues): string {
+  return part.replace(PLACEHOLDER, (_whole, path: string) => {
+    try {
+      return encodeURIComponent(asText(valueAt(values, path), path));
+    } catch (err) {
+      if (err instanceof URIError) throw new TemplateValueError(`{{${path}}} holds text that cannot be put in a URL (a lone surrogate)`);
+      throw err;
+    }
+  });
 }
 
 function valueAt(values: TemplateValues, path: string): unknown {

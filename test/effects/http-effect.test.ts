@@ -113,6 +113,68 @@ describe('a declared HTTP effect', () => {
       expect(received).toHaveLength(0);
     });
 
+    it.each([
+      ['the host', 'https://{{input.region}}/v1/x'],
+      ['part of the host', 'https://api.{{input.region}}.example.com/v1/x'],
+      ['the port', 'http://127.0.0.1:{{input.port}}/v1/x'],
+      ['the user', 'https://{{input.user}}@api.example.com/v1/x'],
+      ['a query name', 'https://api.example.com/v1/x?{{input.name}}=1'],
+      ['the fragment', 'https://api.example.com/v1/x#{{input.part}}'],
+    ])('refuses at creation a placeholder in %s: only path segments and query values may vary', (_where, url) => {
+      // Act
+      const error = catchError(() => createHttpEffect(declared({ url }), {}));
+      const lookupError = catchError(() => createHttpEffect(declared({ lookup: { url } }), {}));
+
+      // Assert
+      expect(error).toBeInstanceOf(HttpEffectDeclarationError);
+      expect(error.message).toMatch(/ticket\.comment: the URL .*path segments and query values/);
+      expect(lookupError.message).toMatch(/ticket\.comment: the lookup URL .*path segments and query values/);
+    });
+
+    it.each([
+      ['..', '/v1/tickets/../admin'],
+      ['.', '/v1/tickets/./admin'],
+      ['', '/v1/tickets//admin'],
+    ])('sends nothing when a path segment renders as "%s", and rejects the try', async (value) => {
+      // Arrange
+      const effect = createHttpEffect(declared({ url: `${baseUrl}/v1/tickets/{{input.ticketId}}/admin`, lookup: { url: `${baseUrl}/v1/tickets/{{input.ticketId}}/{{key}}` } }), {});
+      const values = context({ input: { ticketId: value } });
+
+      // Act
+      const result = await effect.perform!(values);
+      const lookedUp = effect.lookup!('k-1', values).catch((err: Error) => err);
+
+      // Assert
+      expect(result).toMatchObject({ kind: 'rejected', class: 'url_template', detail: expect.stringContaining('{{input.ticketId}}') });
+      expect(await lookedUp).toBeInstanceOf(Error);
+      expect(received).toHaveLength(0);
+    });
+
+    it('keeps a value that only looks like a path step inside its segment and the query', async () => {
+      // Arrange
+      answer = () => ({ status: 201, body: { id: 'c-1' } });
+      const effect = createHttpEffect(declared({ url: `${baseUrl}/v1/tickets/{{input.ticketId}}?next={{input.next}}` }), {});
+
+      // Act
+      const result = await effect.perform!(context({ input: { ticketId: '../%2e%2e/x', next: '../../a&b=c' } }));
+
+      // Assert
+      expect(result.kind).toBe('done');
+      expect(received[0]!.url).toBe('/v1/tickets/..%2F%252e%252e%2Fx?next=..%2F..%2Fa%26b%3Dc');
+    });
+
+    it('rejects a value that cannot be put in a URL (a lone surrogate from a model), sending nothing', async () => {
+      // Arrange
+      const effect = createHttpEffect(declared({ url: `${baseUrl}/v1/tickets/{{output.ticket}}` }), {});
+
+      // Act
+      const result = await effect.perform!(context({ output: { ticket: 'a\uD800b' } }));
+
+      // Assert
+      expect(result).toMatchObject({ kind: 'rejected', class: 'url_template' });
+      expect(received).toHaveLength(0);
+    });
+
     it('is done on a 2xx, with the receipt taken from the answer by JSON pointer', async () => {
       // Arrange
       answer = () => ({ status: 201, body: { id: 'c-42', meta: { seq: 7, 'a/b': true } } });
