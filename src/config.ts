@@ -108,7 +108,16 @@ export interface BudgetConfig {
   currency: string;
   /** Input plus output tokens per UTC day. */
   tokensPerDay?: number;
+  /**
+   * What the cost budget limits: what the principal is billed (the default),
+   * or what its jobs cost the provider, billed or not (under `billing:
+   * winner`, failed jobs and lost attempts cost without being billed).
+   */
+  measure: BudgetMeasure;
 }
+
+export const BUDGET_MEASURES = ['billable', 'provider_cost'] as const;
+export type BudgetMeasure = (typeof BUDGET_MEASURES)[number];
 
 /** A non-negative decimal as a string, as prices are written. */
 const DECIMAL = /^(0|[1-9][0-9]{0,12})(\.[0-9]{1,12})?$/;
@@ -119,8 +128,11 @@ function budgetConfig(env: NodeJS.ProcessEnv): BudgetConfig {
   const currency = env.ONCEFLOW_BUDGET_CURRENCY || 'USD';
   if (!/^[A-Z]{3}$/.test(currency)) throw new ConfigError(`ONCEFLOW_BUDGET_CURRENCY=${currency} must be an ISO 4217 code, e.g. USD`);
   const tokens = env.ONCEFLOW_BUDGET_TOKENS_PER_DAY;
+  const measure = env.ONCEFLOW_BUDGET_COST_MEASURE || 'billable';
+  if (!(BUDGET_MEASURES as readonly string[]).includes(measure)) throw new ConfigError(`ONCEFLOW_BUDGET_COST_MEASURE=${measure} must be one of ${BUDGET_MEASURES.join(', ')}`);
   return {
     currency,
+    measure: measure as BudgetMeasure,
     ...(cost ? { costPerDay: cost } : {}),
     ...(tokens ? { tokensPerDay: int(env, 'ONCEFLOW_BUDGET_TOKENS_PER_DAY', 0, 1) } : {}),
   };

@@ -417,8 +417,8 @@ declare module 'fastify' {
 
 export const UsageQuerySchema = Type.Object(
   {
-    from: Type.String({ format: 'date-time', description: 'settled at or after this instant (RFC 3339)', examples: ['2026-01-01T00:00:00Z'] }),
-    to: Type.String({ format: 'date-time', description: 'settled before this instant (RFC 3339); must be after from', examples: ['2026-02-01T00:00:00Z'] }),
+    from: Type.Optional(Type.String({ format: 'date-time', description: 'at or after this instant (RFC 3339); default: the start of the current UTC month', examples: ['2026-01-01T00:00:00Z'] })),
+    to: Type.Optional(Type.String({ format: 'date-time', description: 'before this instant (RFC 3339); must be after from; default: the start of the next UTC month', examples: ['2026-02-01T00:00:00Z'] })),
     groupBy: Type.Optional(StringEnum(['operation', 'day'], { description: 'one line per operation (default) or per UTC day, and per currency' })),
     principal: Type.Optional(Text({ minLength: 1, maxLength: 255, description: "operators only: whose usage; a tenant key always reads its own (any other value is a 403)", examples: ['alice'] })),
   },
@@ -446,6 +446,6 @@ export const UsageReportSchema = Type.Object(
       ),
     ),
   },
-  { additionalProperties: false, description: "a principal's totals from its settlements (one bill per job); adjustments are shown on each job" },
+  { additionalProperties: false, description: "a principal's totals: its settlements (one bill per run) plus what was learned after them (adjustments, on the day they were learned)" },
 );
 export type UsageReportView = Static<typeof UsageReportSchema>;

@@ -5,7 +5,7 @@ import type { ApiDeps } from './deps';
 import { ProblemError, ProblemType } from './problems';
 import { jsonResponse, UsageQuerySchema, UsageReportSchema, type UsageReportView } from './schemas';
 
-/** GET /v1/usage: a principal's totals, read from settlements only (the bill, not what a process believed). */
+/** GET /v1/usage: a principal's totals, from the ledger's one account of spending (the bill, not what a process believed). */
 export async function registerUsageRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
   const v1 = app.withTypeProvider<TypeBoxTypeProvider>();
   v1.get(
@@ -17,7 +17,7 @@ export async function registerUsageRoutes(app: FastifyInstance, deps: ApiDeps): 
         tags: ['jobs'],
         summary: "The caller's usage and bill over a time range",
         description:
-          'Totals of the settlements of jobs settled in [from, to), one line per operation or UTC day and per currency. ' +
+          'Totals of what was spent in [from, to) (the current UTC month by default): settlements, and what was learned after them (adjustments), one line per operation or UTC day and per currency. ' +
           'A tenant key reads its own usage; an operator key names the principal (principal=, required for operators; a tenant key sending another principal is a 403). 400 when to is not after from.',
         querystring: UsageQuerySchema,
         response: { 200: jsonResponse(UsageReportSchema, 'The totals') },
@@ -26,8 +26,9 @@ export async function registerUsageRoutes(app: FastifyInstance, deps: ApiDeps): 
     async (request): Promise<UsageReportView> => {
       const caller = request.principal!;
       const query = request.query;
-      const from = new Date(query.from);
-      const to = new Date(query.to);
+      const month = currentUtcMonth(new Date());
+      const from = query.from === undefined ? month.start : new Date(query.from);
+      const to = query.to === undefined ? month.next : new Date(query.to);
       if (!(to.getTime() > from.getTime())) throw badUsageQuery('to must be after from', ['to']);
       const principalId = whoseUsage(caller, query.principal);
       const groupBy = query.groupBy ?? UsageGrouping.operation;
@@ -35,6 +36,11 @@ export async function registerUsageRoutes(app: FastifyInstance, deps: ApiDeps): 
       return { principal: principalId, from: from.toISOString(), to: to.toISOString(), groupBy, lines };
     },
   );
+}
+
+/** The UTC month `now` falls in: where a billing page starts. */
+function currentUtcMonth(now: Date): { start: Date; next: Date } {
+  return { start: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)), next: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)) };
 }
 
 /**

@@ -5,18 +5,22 @@ import type { Queryable } from './queryable';
 export type SpentBudget = 'cost' | 'tokens';
 
 /**
- * Whether a principal has used up a daily budget, by its settlements since
- * `dayStart` (what was billed, not what a process believed). Jobs still in
- * flight are not counted yet: a burst of new intents may overshoot by them.
+ * Whether a principal has used up a daily budget, by its spending since
+ * `dayStart` (migration 0018's view: settlements and what was learned after
+ * them, never what a process believed). The cost budget limits what is
+ * billable, or what the provider was paid (failed jobs and lost attempts
+ * too, under any billing policy), as `budget.measure` says; the token budget
+ * counts every attempt's tokens. Jobs still in flight are not counted yet: a
+ * burst of new intents may overshoot by them.
  */
 export async function spentBudget(db: Queryable, principalId: string, budget: BudgetConfig, dayStart: Date): Promise<SpentBudget | undefined> {
   if (budget.costPerDay === undefined && budget.tokensPerDay === undefined) return undefined;
   // Only the budget's currency counts toward a cost budget: currencies are never added together.
   const { rows } = await db.query<{ cost_spent: boolean | null; tokens_spent: boolean | null }>(
-    `SELECT COALESCE(sum(billable) FILTER (WHERE currency = $3), 0) >= $4::numeric AS cost_spent,
+    `SELECT COALESCE(sum(${budget.measure === 'provider_cost' ? 'provider_cost' : 'billable'}) FILTER (WHERE currency = $3), 0) >= $4::numeric AS cost_spent,
             COALESCE(sum(input_tokens + output_tokens), 0) >= $5::bigint AS tokens_spent
-       FROM settlements
-      WHERE principal_id = $1 AND settled_at >= $2`,
+       FROM spending
+      WHERE principal_id = $1 AND at >= $2`,
     [principalId, dayStart, budget.currency, budget.costPerDay ?? null, budget.tokensPerDay ?? null],
   );
   if (rows[0]?.cost_spent) return 'cost';

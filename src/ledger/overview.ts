@@ -69,12 +69,16 @@ export interface OperationCost {
   outputTokens: number;
 }
 
-/** What jobs settled since `since` cost, per operation and currency (amounts in two currencies are never added). */
+/**
+ * What was spent since `since`, per operation and currency, from the one
+ * account of spending (settlements and later adjustments, as /v1/usage and
+ * the budgets read it); amounts in two currencies are never added.
+ */
 export async function costByOperation(db: Queryable, since: Date): Promise<OperationCost[]> {
   const { rows } = await db.query<{ operation: string; currency: string | null; jobs: number; provider_cost: string; billable: string; input_tokens: string; output_tokens: string }>(
-    `SELECT operation, currency, count(*)::int AS jobs, sum(provider_cost)::text AS provider_cost, sum(billable)::text AS billable,
+    `SELECT operation, currency, count(DISTINCT job_id) FILTER (WHERE bills = 1)::int AS jobs, sum(provider_cost)::text AS provider_cost, sum(billable)::text AS billable,
             sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens
-       FROM settlements WHERE settled_at >= $1
+       FROM spending WHERE at >= $1
       GROUP BY 1, 2 ORDER BY 1, 2 NULLS FIRST`,
     [since],
   );

@@ -1,15 +1,16 @@
 import type { Queryable } from './queryable';
 
-/** How a usage report groups settlements. */
+/** How a usage report groups spending. */
 export const UsageGrouping = { operation: 'operation', day: 'day' } as const;
 export type UsageGrouping = (typeof UsageGrouping)[keyof typeof UsageGrouping];
 
 /** One line of a usage report: one group in one currency. Money stays a decimal string. */
 export interface UsageLine {
-  /** The operation, or the UTC day (YYYY-MM-DD) the jobs were settled on. */
+  /** The operation, or the UTC day (YYYY-MM-DD) a bill was settled or an adjustment learned on. */
   key: string;
   /** Null for jobs that cost nothing priced (e.g. cancelled before an attempt). */
   currency: string | null;
+  /** The runs billed in this group (an adjustment to a bill of another group adds no job). */
   jobs: number;
   inputTokens: number;
   outputTokens: number;
@@ -18,17 +19,18 @@ export interface UsageLine {
 }
 
 /**
- * A principal's totals from its settlements (the one bill per job), settled
- * in [from, to), per group and currency: amounts in two currencies are
- * never added together.
+ * A principal's totals in [from, to) from the one account of spending
+ * (migration 0018's view: each run's settlement, plus what was learned after
+ * it), per group and currency: amounts in two currencies are never added
+ * together.
  */
 export async function usageReport(db: Queryable, query: { principalId: string; from: Date; to: Date; groupBy: UsageGrouping }): Promise<UsageLine[]> {
-  const key = query.groupBy === UsageGrouping.day ? `to_char(settled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')` : 'operation';
+  const key = query.groupBy === UsageGrouping.day ? `to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD')` : 'operation';
   const { rows } = await db.query<{ key: string; currency: string | null; jobs: number; input_tokens: string; output_tokens: string; provider_cost: string; billable: string }>(
-    `SELECT ${key} AS key, currency, count(DISTINCT job_id)::int AS jobs, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
+    `SELECT ${key} AS key, currency, count(DISTINCT job_id) FILTER (WHERE bills = 1)::int AS jobs, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
             sum(provider_cost)::text AS provider_cost, sum(billable)::text AS billable
-       FROM settlements
-      WHERE principal_id = $1 AND settled_at >= $2 AND settled_at < $3
+       FROM spending
+      WHERE principal_id = $1 AND at >= $2 AND at < $3
       GROUP BY 1, 2
       ORDER BY 1, 2 NULLS FIRST`,
     [query.principalId, query.from, query.to],

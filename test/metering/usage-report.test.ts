@@ -63,8 +63,23 @@ describe('usage report', () => {
     expect(aliceAsksForBob.statusCode).toBe(403);
   });
 
+  it('covers the current UTC month when from and to are left out, as a billing page does', async () => {
+    // Arrange
+    const now = new Date();
+    const monthStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString();
+    const nextMonth = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)).toISOString();
+
+    // Act
+    const response = await usage('');
+    const fromOnly = await usage(`from=${from}`);
+
+    // Assert
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toMatchObject({ from: monthStart, to: nextMonth, lines: [expect.objectContaining({ jobs: 2, billable: '0.01501' })] });
+    expect(fromOnly.json()).toMatchObject({ from: '2000-01-01T00:00:00.000Z', to: nextMonth });
+  });
+
   it.each([
-    ['no from', `to=${to}`],
     ['a from that is not a date-time', `from=yesterday&to=${to}`],
     ['an unknown grouping', `from=${from}&to=${to}&groupBy=week`],
     ['to not after from', `from=${to}&to=${from}`],
