@@ -1,4 +1,5 @@
 import { Context } from '@temporalio/activity';
+import { afterJobEnded } from '../canary/job-ended';
 import { checkOutput } from '../contracts/output';
 import { checkRender } from '../contracts/render-check';
 import { isTerminal } from '../jobs/status';
@@ -100,9 +101,11 @@ export function createAttemptActivities(deps: ActivityDeps) {
     const first = operation.effects?.[0];
     const claim = first && claimFor ? { name: first, owner: claimFor.owner, leaseMs: deps.effectTimeoutMs } : undefined;
     const hedged = operation.retry?.hedge !== undefined;
-    const { outcome, claimed, usageRecorded } = await commitAndClaim(db, attempt, check.output, { terminal: !first, ...(claim ? { claim } : {}), ...(usage ? { usage } : {}), ...(hedged ? { hedged } : {}) });
+    const { outcome, claimed, usageRecorded, ended } = await commitAndClaim(db, attempt, check.output, { terminal: !first, ...(claim ? { claim } : {}), ...(usage ? { usage } : {}), ...(hedged ? { hedged } : {}) });
     // What the commit recorded is counted as it came back: no read of the attempt after it.
     if (usageRecorded) countUsage(attempt, usageRecorded);
+    // A win that ended the job (no effects), live or found by a lookup: counted and its route version checked, as every terminal write is.
+    if (ended) await afterJobEnded(db, metrics, attempt.jobId, undefined, ended);
     if (outcome !== 'succeeded') metrics.lateResultsDiscarded.inc({ operation: attempt.operation, provider: attempt.provider });
     metrics.attemptOutcomes.inc({ operation: attempt.operation, provider: attempt.provider, status: outcome, class: '' });
     return { outcome, output: check.output as Record<string, unknown>, ...(claimed ? { claimed } : {}) };

@@ -3,6 +3,7 @@ import type { Pool, PoolClient } from 'pg';
 import { inTransaction } from '../db/pool';
 import { claimEffectLocked, type EffectRecord } from './effects';
 import { appendEvent, JobEventType } from './events';
+import { readJobEnded, type JobEnded } from './job-ended';
 import { DEADLINE_LEFT_MS, holdJobRow, lockJobRow } from './job-row';
 import type { Queryable } from './queryable';
 import { prepared } from '../db/prepared';
@@ -328,8 +329,17 @@ export async function commitAndClaim(
   attempt: Pick<AttemptRecord, 'id' | 'jobId' | 'jobVersion' | 'provider'>,
   output: unknown,
   opts: CommitOptions,
-): Promise<{ outcome: CommitOutcome; claimed?: EffectRecord; usageRecorded?: MeteredUsage }> {
+): Promise<CommitResult> {
   return inTransaction(db, (tx) => commitAndClaimLocked(tx, attempt, output, opts));
+}
+
+/** What came of an answer offered to the result slot; `ended`, when this commit was the job's terminal write. */
+export interface CommitResult {
+  outcome: CommitOutcome;
+  claimed?: EffectRecord;
+  usageRecorded?: MeteredUsage;
+  /** The job's outcome as metrics count it, when this commit ended the job (an operation without effects). */
+  ended?: JobEnded;
 }
 
 /** The compare-and-swap that lets an answer into the result slot; the condition of the slot comes after it. */
@@ -356,7 +366,7 @@ export async function commitAndClaimLocked(
   attempt: Pick<AttemptRecord, 'id' | 'jobId' | 'jobVersion' | 'provider'>,
   output: unknown,
   opts: CommitOptions,
-): Promise<{ outcome: CommitOutcome; claimed?: EffectRecord; usageRecorded?: MeteredUsage }> {
+): Promise<CommitResult> {
   // Invariant 5: one winner. Every change after which an attempt opened
   // earlier must not win bumps the version (another result, this attempt
   // failed or resolved, a cancellation, a terminal write), so this misses;
@@ -386,7 +396,9 @@ export async function commitAndClaimLocked(
     if (!rowCount) throw new Error(`attempt ${attempt.id} won the result slot while not live; the ledger is inconsistent`);
     const usageRecorded = opts.usage ? await recordUsageLocked(tx, attempt.id, opts.usage) : undefined;
     const claimed = opts.claim && !opts.terminal ? await claimEffectLocked(tx, { jobId: attempt.jobId, ...opts.claim }) : undefined;
-    return { outcome: 'succeeded', ...(usageRecorded ? { usageRecorded } : {}), ...(claimed ? { claimed } : {}) };
+    // The terminal write's outcome, for its one caller to count and check (canary/job-ended.ts).
+    const ended = opts.terminal ? await readJobEnded(tx, attempt.jobId) : undefined;
+    return { outcome: 'succeeded', ...(usageRecorded ? { usageRecorded } : {}), ...(claimed ? { claimed } : {}), ...(ended ? { ended } : {}) };
   }
   const { rows } = await tx.query<{ completed_by: string | null; status: string }>('SELECT completed_by, status FROM jobs WHERE id = $1 FOR UPDATE', [attempt.jobId]);
   // This attempt's own answer, offered again (by its call and by a reconciliation): it has won already.

@@ -1,4 +1,6 @@
+import { prepared } from '../db/prepared';
 import { JobEventType } from './events';
+import type { Queryable } from './queryable';
 
 /** What a terminal job is counted under: its status and the harms it had on the way. */
 export interface JobEnded {
@@ -34,4 +36,10 @@ export function toJobEnded(row: JobEndedRow): JobEnded {
     withContractViolations: row.with_contract_violations,
     withEffectsInReview: row.with_effects_in_review,
   };
+}
+
+/** A terminal job's outcome as the ledger has it, or undefined while the job is open (or gone). */
+export async function readJobEnded(db: Queryable, jobId: string): Promise<JobEnded | undefined> {
+  const { rows } = await db.query<JobEndedRow>(prepared(`SELECT ${JOB_ENDED_COLUMNS} FROM jobs j WHERE j.id = $1 AND j.terminal_at IS NOT NULL`, [jobId]));
+  return rows[0] ? toJobEnded(rows[0]) : undefined;
 }

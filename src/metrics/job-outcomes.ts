@@ -1,7 +1,6 @@
 import type { Queryable } from '../ledger/queryable';
-import { JOB_ENDED_COLUMNS, toJobEnded, type JobEnded, type JobEndedRow } from '../ledger/job-ended';
+import { readJobEnded, type JobEnded } from '../ledger/job-ended';
 import type { Metrics } from './metrics';
-import { prepared } from '../db/prepared';
 
 /**
  * The outcomes a job is counted under: admitted once, when its intent is
@@ -33,12 +32,6 @@ export function countJobAdmitted(metrics: Metrics, operation: string, routeVersi
 }
 
 export type { JobEnded } from '../ledger/job-ended';
-
-/** A terminal job's outcome as the ledger has it, or undefined while the job is open (or gone). */
-export async function readJobEnded(db: Queryable, jobId: string): Promise<JobEnded | undefined> {
-  const { rows } = await db.query<JobEndedRow>(prepared(`SELECT ${JOB_ENDED_COLUMNS} FROM jobs j WHERE j.id = $1 AND j.terminal_at IS NOT NULL`, [jobId]));
-  return rows[0] ? toJobEnded(rows[0]) : undefined;
-}
 
 /**
  * Counts the outcome of a job whose terminal write the caller has just

@@ -8,7 +8,7 @@ import { beginEffectTry, settleEffectLocked } from '../ledger/effects';
 import { loadJobDetailsById, loadJobDetailsByScope } from '../ledger/job-details';
 import { holdJobRow, lockJobRow } from '../ledger/job-row';
 import { admitJob, getJob } from '../ledger/jobs';
-import { readJobEnded } from '../metrics/job-outcomes';
+import { readJobEnded } from '../ledger/job-ended';
 
 /** The operation, provider, model and effect a rehearsal names: none of them is configured anywhere. */
 const REHEARSAL = 'onceflow.rehearsal';

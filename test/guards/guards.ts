@@ -768,4 +768,12 @@ export const GUARDS: Guard[] = [
     replace: "false ? 'provider_cost' : 'billable'",
     tests: ['test/metering/spending.test.ts'],
   },
+  {
+    name: 'a win that ends a job without effects is counted and checked, as every terminal write is',
+    file: 'src/activities/attempt-activities.ts',
+    find: '    if (ended) await afterJobEnded(db, metrics, attempt.jobId, undefined, ended);\n',
+    replace: '',
+    tests: ['test/metering/job-outcomes.test.ts'],
+    testNamePattern: 'without effects',
+  },
 ];

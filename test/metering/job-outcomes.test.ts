@@ -9,10 +9,10 @@ import { auth, isTerminalJob, KEYS, runReply, startTestStack, submitReply, waitF
 type Counts = Record<string, number>;
 
 /** The job-outcome counts of one operation and route, by outcome. */
-async function outcomes(metrics: { jobOutcomes: { get(): Promise<{ values: Array<{ labels: Record<string, unknown>; value: number }> }> } }, route: string): Promise<Counts> {
+async function outcomes(metrics: { jobOutcomes: { get(): Promise<{ values: Array<{ labels: Record<string, unknown>; value: number }> }> } }, route: string, operation = 'support.reply'): Promise<Counts> {
   const counts: Counts = {};
   for (const { labels, value } of (await metrics.jobOutcomes.get()).values) {
-    if (labels.operation === 'support.reply' && labels.route === route) counts[String(labels.outcome)] = value;
+    if (labels.operation === operation && labels.route === route) counts[String(labels.outcome)] = value;
   }
   return counts;
 }
@@ -30,10 +30,10 @@ function delta(before: Counts, after: Counts): Counts {
  * that saw the job terminal may be a moment early. Read once more a little
  * later, so a count that arrives twice is seen.
  */
-async function settledDelta(metrics: Parameters<typeof outcomes>[0], route: string, before: Counts, expected: Counts): Promise<Counts> {
-  await pollUntil(async () => JSON.stringify(delta(before, await outcomes(metrics, route))) === JSON.stringify(expected), { timeoutMs: 5_000, everyMs: 25 });
+async function settledDelta(metrics: Parameters<typeof outcomes>[0], route: string, before: Counts, expected: Counts, operation?: string): Promise<Counts> {
+  await pollUntil(async () => JSON.stringify(delta(before, await outcomes(metrics, route, operation))) === JSON.stringify(expected), { timeoutMs: 5_000, everyMs: 25 });
   await new Promise((resolve) => setTimeout(resolve, 200));
-  return delta(before, await outcomes(metrics, route));
+  return delta(before, await outcomes(metrics, route, operation));
 }
 
 describe('job outcomes by operation and route version (the denominators of success and harm)', () => {
@@ -83,6 +83,23 @@ describe('job outcomes by operation and route version (the denominators of succe
     const job = await run('Hi @sim(*:status=400)');
     expect(job.status).toBe('failed');
     expect(await settledDelta(stack.metrics, route, before, { admitted: 1, failed: 1 })).toEqual({ admitted: 1, failed: 1 });
+  });
+
+  it.each([
+    ['when its first answer wins', 'A short note.', { admitted: 1, succeeded: 1 }],
+    ['when its answer is found by a reconciliation lookup', 'A late note. @sim(*:late=2600)', { admitted: 1, succeeded: 1, with_unknowns: 1 }],
+  ])('counts a job of an operation without effects as succeeded %s', async (_how, text, expected) => {
+    // Arrange
+    const before = await outcomes(stack.metrics, route, 'ticket.summarize');
+
+    // Act
+    const submitted = await stack.app.inject({ method: 'POST', url: '/v1/jobs', headers: { ...auth(KEYS.alice), 'idempotency-key': randomUUID() }, payload: { operation: 'ticket.summarize', input: { ticketId: 'T-count', text } } });
+    const job = await waitForJob(stack, submitted.json().id, isTerminalJob, 20_000);
+
+    // Assert
+    expect(job.status).toBe('succeeded');
+    expect(job.attempts[0]).toMatchObject({ provider: 'sim-primary', status: 'succeeded', ...('with_unknowns' in expected ? { evidence: expect.objectContaining({ lookup: expect.objectContaining({ found: true }) }) } : {}) });
+    expect(await settledDelta(stack.metrics, route, before, expected, 'ticket.summarize')).toEqual(expected);
   });
 
   it('counts a job cancelled through the API as cancelled, once, and a second cancel not at all', async () => {
