@@ -1,5 +1,5 @@
 import { Context } from '@temporalio/activity';
-import { afterJobEnded } from '../canary/job-ended';
+import { afterJobBlocked, afterJobEnded } from '../canary/job-ended';
 import { checkOutput } from '../contracts/output';
 import { checkRender } from '../contracts/render-check';
 import { isTerminal } from '../jobs/status';
@@ -200,6 +200,7 @@ export function createAttemptActivities(deps: ActivityDeps) {
     }
     if (await markAttemptUnknown(db, attempt.id, { class: failure.class, detail: failure.detail })) {
       metrics.attemptsUnknown.inc({ operation: attempt.operation, provider: attempt.provider, cause: failure.class });
+      await afterJobBlocked(db, attempt.jobId);
     }
   }
 

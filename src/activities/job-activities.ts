@@ -18,7 +18,7 @@ import { listEffects } from '../ledger/effects';
 import { appendEvent, JobEventType } from '../ledger/events';
 import { failJob, takeJobsToSweep } from '../ledger/jobs';
 import { DEFAULT_MIN_ATTEMPT_MS, type HedgePolicy } from '../operations/operation';
-import { afterJobEnded } from '../canary/job-ended';
+import { afterJobBlocked, afterJobEnded } from '../canary/job-ended';
 import { removeExpiredJobs } from '../ledger/retention';
 import { routeStepsOf, stopExpiredCanaries } from '../ledger/route-versions';
 import type { AttemptKind, JobAction, JobStep, JobTimings, RouteStep } from '../temporal/contract';
@@ -116,6 +116,8 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
   async function advance(
     tx: PoolClient,
     request: { jobId: string; attemptId: string; send?: boolean },
+    /** What the caller must do once this commits: `blocked`, an attempt became unknown here. */
+    notes: { blocked?: boolean },
   ): Promise<Step & { toSend?: { attempt: AttemptRecord; input: Record<string, unknown>; deadlineLeftMs: number | null }; endedHere?: true; deadlineLeftMs?: number | null }> {
     const job = await lockJobRow(tx, request.jobId, { withInput: request.send });
     // Removed by retention: there is nothing left to drive.
@@ -147,7 +149,7 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
         await failAttemptLocked(tx, live.id, AttemptStatus.starting, { class: 'not_sent', detail: 'the provider call did not start (its worker was lost); nothing was sent' });
         metrics.attemptOutcomes.inc({ operation: job.operation, provider: live.provider, status: 'failed', class: 'not_sent' });
       } else if (live.status === AttemptStatus.running) {
-        await markAttemptUnknownLocked(tx, live.id, { class: 'worker_lost', detail: 'the provider call did not report back in time (worker lost or overran)' });
+        if (await markAttemptUnknownLocked(tx, live.id, { class: 'worker_lost', detail: 'the provider call did not report back in time (worker lost or overran)' })) notes.blocked = true;
         metrics.attemptsUnknown.inc({ operation: job.operation, provider: live.provider, cause: 'worker_lost' });
       }
     }
@@ -255,8 +257,10 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
      * what came of it.
      */
     async advanceJob(request: { jobId: string; attemptId: string; send?: boolean }): Promise<JobStep> {
-      const { toSend, endedHere, deadlineLeftMs, ...action } = await inTransaction(db, (tx) => advance(tx, request));
+      const notes: { blocked?: boolean } = {};
+      const { toSend, endedHere, deadlineLeftMs, ...action } = await inTransaction(db, (tx) => advance(tx, request, notes));
       if (endedHere) await afterJobEnded(db, metrics, request.jobId);
+      if (notes.blocked) await afterJobBlocked(db, request.jobId);
       // A call's timeouts are the attempt timeout, or the time left before the caller's deadline when that is shorter.
       const left = deadlineLeftMs ?? null;
       const stepTimings = action.kind === 'call' && left !== null ? { ...timings, attemptTimeoutMs: Math.max(1, Math.min(timings.attemptTimeoutMs, left)) } : timings;

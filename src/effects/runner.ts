@@ -19,7 +19,7 @@ import { holdJobRow } from '../ledger/job-row';
 import type { Metrics } from '../metrics/metrics';
 import type { OperationRegistry } from '../operations/registry';
 import { finishJobLocked } from './finish';
-import { afterJobEnded } from '../canary/job-ended';
+import { afterJobBlocked, afterJobEnded } from '../canary/job-ended';
 import type { EffectAdapter, EffectContext } from './types';
 import { prepared } from '../db/prepared';
 
@@ -117,8 +117,10 @@ export function createEffectRunner(deps: EffectRunnerDeps) {
       return finishJobLocked(tx, effect.jobId, deps.operations, context ? { operation: context.operation, output: context.output, settled: { name: effect.name, status, ...fields } } : undefined);
     });
     if (finished === undefined) return stateOf(effect.jobId, effect.name);
-    if (status === 'needs_review') metrics.effectsNeedsReview.inc({ effect: effect.name });
-    else metrics.effectsSettled.inc({ effect: effect.name, status });
+    if (status === 'needs_review') {
+      metrics.effectsNeedsReview.inc({ effect: effect.name });
+      await afterJobBlocked(db, effect.jobId);
+    } else metrics.effectsSettled.inc({ effect: effect.name, status });
     const { outcome } = finished;
     // Counted from what the terminal write returned, when it did: no read of the job after it.
     if (outcome !== 'open') await afterJobEnded(db, metrics, effect.jobId, undefined, finished.ended);

@@ -420,17 +420,23 @@ const toCounts = (row: CountsRow): RouteVersionCounts => ({
 });
 
 /**
- * The last `window` terminal jobs a version served, by how they ended: what
- * a canary's thresholds are checked against, read from the ledger (exact,
- * whichever process ended the jobs). At most `window` rows, through
- * jobs_route_version_idx.
+ * The last `window` jobs a version served that ended or wait for an
+ * operator (an unknown attempt, an effect in review), by how they ended or
+ * what they wait on: what a canary's thresholds are checked against, read
+ * from the ledger (exact, whichever process wrote them). A job that waits
+ * counts at once: a canary whose primary black-holes requests never ends a
+ * job, and must stop all the same. Waiting jobs come first (they are harm
+ * now), then the most recently ended, through jobs_route_version_idx (open
+ * jobs first in its order).
  */
 export async function windowCounts(db: Queryable, operation: string, version: string, window: number): Promise<RouteVersionCounts> {
   const { rows } = await db.query<CountsRow>(
     `SELECT ${COUNTS_SELECT}
        FROM (SELECT id, status FROM jobs
-              WHERE operation = $1 AND route_version = $2 AND terminal_at IS NOT NULL
-              ORDER BY terminal_at DESC LIMIT $3) j`,
+              WHERE operation = $1 AND route_version = $2
+                AND (terminal_at IS NOT NULL OR status = 'awaiting_resolution'
+                     OR EXISTS (SELECT 1 FROM effects f WHERE f.job_id = jobs.id AND f.status = 'needs_review'))
+              ORDER BY terminal_at DESC NULLS FIRST LIMIT $3) j`,
     [operation, version, window],
   );
   return toCounts(rows[0]!);

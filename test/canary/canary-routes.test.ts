@@ -131,6 +131,41 @@ describe('canary routes', () => {
     expect(await routeVersionOfJob(after.id)).toBe(BASELINE);
   });
 
+  it('stops by itself while its jobs still wait on unknown attempts, not only once they end', async () => {
+    // Arrange: a canary whose primary black-holes every request; more than 5 % of a window of 20 is two jobs
+    const version = (await start({ thresholds: { window: 20, unknownsPercent: 5 } })).json().version;
+
+    // Act: two jobs hang on the canary's primary and wait for an operator
+    for (const n of [1, 2]) {
+      const submitted = await submitReply(stack, { message: `Black hole ${n} @sim(sim-backup:hang)` });
+      await waitForJob(stack, submitted.json().id, (job) => job.status === 'awaiting_resolution');
+    }
+    await pollUntil(async () => (await versionView(version)).state !== 'running', { timeoutMs: 5_000, everyMs: 50 });
+    const after = await runReply(stack, 'After the stop');
+
+    // Assert
+    const view = await versionView(version);
+    expect(view.state).toBe('stopped');
+    const stopped = view.events.find((e: any) => e.type === 'canary.stopped');
+    expect(stopped.detail).toMatchObject({ by: 'canary', cause: 'threshold', threshold: 'unknowns', counts: expect.objectContaining({ withUnknowns: 2 }) });
+    expect(await routeVersionOfJob(after.id)).toBe(BASELINE);
+  });
+
+  it('stops by itself at the first job with an effect in review, while that job waits for an operator', async () => {
+    // Arrange: the default allows no effect in review; the downstream fails without recording, so recovery finds nothing and may not repeat
+    const version = (await start({ thresholds: { window: 20 } })).json().version;
+
+    // Act
+    const submitted = await submitReply(stack, { message: 'Lost send @sink(status=500)' });
+    await waitForJob(stack, submitted.json().id, (job) => job.effects?.[0]?.status === 'needs_review');
+    await pollUntil(async () => (await versionView(version)).state !== 'running', { timeoutMs: 5_000, everyMs: 50 });
+
+    // Assert
+    const view = await versionView(version);
+    expect(view.state).toBe('stopped');
+    expect(view.events.find((e: any) => e.type === 'canary.stopped').detail).toMatchObject({ threshold: 'effects_in_review', counts: expect.objectContaining({ withEffectsInReview: 1 }) });
+  });
+
   it('rolls back by itself when it expires unpromoted: the next job takes the previous route, and an event says why', async () => {
     // Arrange
     const started = (await start({ expiresAt: inMs(3_000) })).json();

@@ -776,4 +776,29 @@ export const GUARDS: Guard[] = [
     tests: ['test/metering/job-outcomes.test.ts'],
     testNamePattern: 'without effects',
   },
+  {
+    name: "a canary's window counts the jobs that wait for an operator, not only those that ended",
+    file: 'src/ledger/route-versions.ts',
+    find: `AND (terminal_at IS NOT NULL OR status = 'awaiting_resolution'
+                     OR EXISTS (SELECT 1 FROM effects f WHERE f.job_id = jobs.id AND f.status = 'needs_review'))`,
+    replace: 'AND terminal_at IS NOT NULL',
+    tests: ['test/canary/canary-routes.test.ts'],
+    testNamePattern: 'while',
+  },
+  {
+    name: 'a canary is checked when one of its attempts becomes unknown',
+    file: 'src/activities/attempt-activities.ts',
+    find: '      await afterJobBlocked(db, attempt.jobId);\n',
+    replace: '',
+    tests: ['test/canary/canary-routes.test.ts'],
+    testNamePattern: 'wait on unknown attempts',
+  },
+  {
+    name: 'a canary is checked when one of its effects goes to review',
+    file: 'src/effects/runner.ts',
+    find: '      await afterJobBlocked(db, effect.jobId);\n',
+    replace: '',
+    tests: ['test/canary/canary-routes.test.ts'],
+    testNamePattern: 'effect in review, while',
+  },
 ];
