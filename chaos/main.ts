@@ -11,6 +11,8 @@ import { renderReport, trialLine } from './report';
 import { schedule } from './scheduler';
 import { runLiveSelfTest } from './live-self-test';
 import { runSelfTest } from './self-test';
+import { runGatewayRound } from './gateway/round';
+import { runGatewaySelfTest } from './gateway/self-test';
 import { startStack, type ChaosStack } from './stack';
 import { Supervisor } from './supervisor';
 import { runTrial, type TrialRecord } from './trial';
@@ -28,6 +30,18 @@ table by fault kind. Exit 1 on any violation (or a trial the suite could not
 finish), with one reproduction line per failed trial.
 
 options:
+  --round R         core (default) or gateway: the gateway round runs the stack
+                    with an operations file of its own (chaos/gateway/) and
+                    draws canary routes promoted, stopped and rolled back while
+                    they stop by themselves; hedged read-only jobs with hangs
+                    and late answers; 429 storms with Retry-After, with and
+                    without deadlines; a declared HTTP effect against a
+                    recording downstream that redirects, resets, fails and
+                    fails its lookup; principals at their daily budget; failed
+                    jobs reopened by the same intent. Checked: usage equals the
+                    attempts' costs, budgets, canary stops and routes, the
+                    operators' attention lists, one request per effect, secrets
+                    on their host, backoff after 429, and the core's that apply
   --trials N        how many trials (default 30); numbered 1..N
   --from F          number them F..F+N-1 instead (to go on with a seed later)
   --minutes M       start no trial after M minutes; the report covers the
@@ -61,6 +75,7 @@ function parse(argv: string[]) {
   const { values } = parseArgs({
     args: argv,
     options: {
+      round: { type: 'string' },
       trials: { type: 'string' },
       from: { type: 'string' },
       minutes: { type: 'string' },
@@ -88,7 +103,10 @@ function parse(argv: string[]) {
   const trials = int(values.trials, 'trials', 30, 1);
   const only = (values.trial ?? []).map((t) => int(t, 'trial', 1, 1));
   const from = int(values.from, 'from', 1, 1);
+  const round = values.round ?? 'core';
+  if (round !== 'core' && round !== 'gateway') throw new Error(`--round must be core or gateway, not ${round}`);
   return {
+    round: round as 'core' | 'gateway',
     help: values.help ?? false,
     selfTest: values['self-test'] ?? false,
     liveSelfTest: values['live-self-test'] ?? false,
@@ -116,7 +134,11 @@ async function main(): Promise<number> {
     console.log(HELP);
     return 0;
   }
-  if (options.selfTest) return runSelfTest();
+  if (options.selfTest) return runSelfTest() | runGatewaySelfTest();
+  if (options.liveSelfTest && options.round === 'gateway') {
+    console.error('chaos: --live-self-test covers the core round; the gateway round\'s checks are shown on fabricated data by --self-test');
+    return 2;
+  }
 
   const log = (line: string): void => console.log(`chaos: ${line}`);
   const supervisor = new Supervisor();
@@ -132,7 +154,10 @@ async function main(): Promise<number> {
   process.on('SIGTERM', onSignal);
 
   const started = Date.now();
-  if (!options.liveSelfTest) log(`seed ${options.seed}; ${options.trialNumbers.length === 1 ? `trial ${options.trialNumbers[0]}` : `${options.trialNumbers.length} trials`}; concurrency ${options.concurrency}`);
+  if (!options.liveSelfTest) log(`${options.round} round; seed ${options.seed}; ${options.trialNumbers.length === 1 ? `trial ${options.trialNumbers[0]}` : `${options.trialNumbers.length} trials`}; concurrency ${options.concurrency}`);
+  if (options.round === 'gateway') {
+    return runGatewayRound(supervisor, { ...options, log, started, interrupted: () => interrupted, onStack: (started) => (stack = started) });
+  }
   stack = await startStack(supervisor, { log, keepRunDir: options.keep });
   const ctx: RunContext = { stack, windows: [], log, ...(options.histories ? { historiesDir: options.histories } : {}) };
   if (options.liveSelfTest) {

@@ -6,17 +6,31 @@
 import { VIOLATION_KINDS, type ViolationKind } from './checks';
 import type { TrialRecord } from './trial';
 
+/** What the report reads of a trial, in either round. */
+export interface ReportRecord {
+  plan: { trial: number };
+  kinds: string[];
+  ran: Record<string, boolean>;
+  violations: Array<{ kind: string; detail: string }>;
+  durationMs: number;
+  error?: string;
+}
+
 export interface RunSummary {
   seed: number;
   concurrency: number;
   durationMs: number;
-  records: TrialRecord[];
+  records: ReportRecord[];
+  /** The violation kinds, as columns (default: the core round's). */
+  columns?: readonly string[];
+  /** The round, when not the core one: its reproduction lines name it. */
+  round?: string;
 }
 
 const COLUMNS = Object.keys(VIOLATION_KINDS) as ViolationKind[];
 
-export function reproduction(seed: number, trial: number): string {
-  return `npm run chaos -- --seed ${seed} --trial ${trial}`;
+export function reproduction(seed: number, trial: number, round?: string): string {
+  return `npm run chaos -- ${round ? `--round ${round} ` : ''}--seed ${seed} --trial ${trial}`;
 }
 
 function row(label: string, cells: Array<string | number>, widths: number[]): string {
@@ -25,15 +39,16 @@ function row(label: string, cells: Array<string | number>, widths: number[]): st
 
 export function renderReport(summary: RunSummary): string {
   const { records } = summary;
+  const columns = summary.columns ?? COLUMNS;
   const kinds = [...new Set(records.flatMap((r) => r.kinds))].sort();
-  const widths = [34, 6, 5, 7, ...COLUMNS.map((c) => Math.max(c.length, 3))];
+  const widths = [34, 6, 5, 7, ...columns.map((c) => Math.max(c.length, 3))];
   const lines: string[] = [];
-  lines.push(row('fault kind', ['trials', 'ran', 'not-run', ...COLUMNS], widths));
+  lines.push(row('fault kind', ['trials', 'ran', 'not-run', ...columns], widths));
   lines.push('-'.repeat(widths.reduce((a, b) => a + b + 1, 0)));
-  const count = (subset: TrialRecord[], kind?: string): Array<string | number> => {
+  const count = (subset: ReportRecord[], kind?: string): Array<string | number> => {
     const ran = kind ? subset.filter((r) => r.ran[kind]).length : subset.filter((r) => !r.error).length;
     const notRun = kind ? subset.filter((r) => r.ran[kind] === false).length : subset.filter((r) => r.error).length;
-    return [subset.length, ran, notRun, ...COLUMNS.map((column) => subset.filter((r) => r.violations.some((v) => v.kind === column)).length || '.')];
+    return [subset.length, ran, notRun, ...columns.map((column) => subset.filter((r) => r.violations.some((v) => v.kind === column)).length || '.')];
   };
   for (const kind of kinds) lines.push(row(kind, count(records.filter((r) => r.kinds.includes(kind)), kind), widths));
   lines.push('-'.repeat(widths.reduce((a, b) => a + b + 1, 0)));
@@ -49,13 +64,13 @@ export function renderReport(summary: RunSummary): string {
     lines.push('violations (one line each: reproduction, faults, first violation):');
     for (const record of failed) {
       const first = record.violations[0]!;
-      lines.push(`  ${reproduction(summary.seed, record.plan.trial)}   # ${record.kinds.join(' ')} → ${[...new Set(record.violations.map((v) => v.kind))].join(', ')}: ${first.detail}`);
+      lines.push(`  ${reproduction(summary.seed, record.plan.trial, summary.round)}   # ${record.kinds.join(' ')} → ${[...new Set(record.violations.map((v) => v.kind))].join(', ')}: ${first.detail}`);
     }
   }
   if (broken.length) {
     lines.push('');
     lines.push('trials the suite could not finish:');
-    for (const record of broken) lines.push(`  ${reproduction(summary.seed, record.plan.trial)}   # ${record.error!.split('\n')[0]}`);
+    for (const record of broken) lines.push(`  ${reproduction(summary.seed, record.plan.trial, summary.round)}   # ${record.error!.split('\n')[0]}`);
   }
   return lines.join('\n');
 }

@@ -71,6 +71,10 @@ export interface StackOptions {
   log: (line: string) => void;
   /** Keep the run folder (logs) when stopping. */
   keepRunDir: boolean;
+  /** A round's own environment for the API, the workers and the contract verification (its operations file, budgets, ...). */
+  extraEnv?: Record<string, string>;
+  /** The providers file from the simulators' URLs (a round's own routes and prices); default: the built-in providers. */
+  providersYaml?: (simulators: { primaryUrl: string; backupUrl: string }) => string;
 }
 
 /** A fresh database in an external server, dropped at the end. */
@@ -159,8 +163,9 @@ export async function startStack(supervisor: Supervisor, options: StackOptions):
     log(`simulators: sim-primary :${primaryPort}, sim-backup :${backupPort}, downstream :${downstreamPort}`);
 
     const providersFile = path.join(runDir, 'providers.yaml');
-    // The built-in providers (prices included) with the simulators on this run's ports.
-    writeFileSync(providersFile, builtInProvidersYaml({ primaryUrl: `http://127.0.0.1:${primaryPort}/v1`, backupUrl: `http://127.0.0.1:${backupPort}/v1` }));
+    // The built-in providers (prices included), or the round's own, with the simulators on this run's ports.
+    const simulatorUrls = { primaryUrl: `http://127.0.0.1:${primaryPort}/v1`, backupUrl: `http://127.0.0.1:${backupPort}/v1` };
+    writeFileSync(providersFile, (options.providersYaml ?? builtInProvidersYaml)(simulatorUrls));
     const apiKey = `k_chaos_${randomBytes(12).toString('hex')}`;
     const operatorKey = `k_chaos_operator_${randomBytes(12).toString('hex')}`;
     const apiPort = await freePort();
@@ -176,13 +181,14 @@ export async function startStack(supervisor: Supervisor, options: StackOptions):
       ONCEFLOW_OPERATOR_KEYS: operatorKey,
       ONCEFLOW_API_HOST: '127.0.0.1',
       ONCEFLOW_API_PORT: String(apiPort),
+      ...options.extraEnv,
     };
 
     // Migrations, then the fallback's contract verification: without it, failover is off.
     const verify = await supervisor.start({ name: 'contracts-verify', command: NODE, args: [dist('cli/main.js'), 'contracts', 'verify', '--samples', '1'], env, logFile: logFile('contracts-verify') });
     const verified = await verify.exited;
     if (verified !== 0) throw new Error(`contracts verify exited with ${verified} (see ${logFile('contracts-verify')}): failover would be off`);
-    log('contracts verified (sim-primary, sim-backup): failover is on');
+    log('contracts verified (sim-primary, sim-backup, every route of the operations): failover is on');
 
     const crashes: Crash[] = [];
     let stopping = false;

@@ -16,7 +16,8 @@ export type SimBehaviour =
   | { readonly kind: 'delay'; readonly ms: number }
   | { readonly kind: 'hang' }
   | { readonly kind: 'late'; readonly ms: number }
-  | { readonly kind: 'status'; readonly code: number }
+  /** `retryAfterS`: the Retry-After the answer carries (`status=429,retry-after=2`); without it a 429 says 1. */
+  | { readonly kind: 'status'; readonly code: number; readonly retryAfterS?: number }
   | { readonly kind: 'refuse' }
   | { readonly kind: 'reset' }
   | { readonly kind: 'extra-key' }
@@ -106,13 +107,26 @@ export function parseSimBehaviour(source: string): SimBehaviour | undefined {
       const ms = parseMs(value);
       return ms === undefined ? undefined : { kind: keyword, ms };
     }
-    case 'status': {
-      const code = parseStatusCode(value);
-      return code === undefined ? undefined : { kind: 'status', code };
-    }
+    case 'status':
+      return parseProviderStatus(value);
     default:
       return undefined;
   }
+}
+
+/**
+ * `status=<code>` or `status=<code>,retry-after=<seconds>`: a chosen
+ * Retry-After lets a test tell a client's backoff from the provider's wish.
+ * Anything else after the comma makes the whole directive malformed.
+ */
+function parseProviderStatus(value: string | undefined): SimBehaviour | undefined {
+  const [codePart, ...options] = (value ?? '').split(',');
+  const code = parseStatusCode(codePart?.trim());
+  if (code === undefined || options.length > 1) return undefined;
+  if (options.length === 0) return { kind: 'status', code };
+  const option = splitKeyword(options[0]!);
+  const seconds = option.keyword === 'retry-after' && option.value !== undefined && /^\d{1,6}$/.test(option.value) ? Number(option.value) : undefined;
+  return seconds === undefined ? undefined : { kind: 'status', code, retryAfterS: seconds };
 }
 
 /**
@@ -167,7 +181,7 @@ export function describeBehaviour(behaviour: SimBehaviour | SinkBehaviour): stri
     case 'late':
       return `${behaviour.kind}=${behaviour.ms}`;
     case 'status':
-      return `status=${behaviour.code}`;
+      return 'retryAfterS' in behaviour && behaviour.retryAfterS !== undefined ? `status=${behaviour.code},retry-after=${behaviour.retryAfterS}` : `status=${behaviour.code}`;
     default:
       return behaviour.kind;
   }

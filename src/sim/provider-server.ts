@@ -129,7 +129,9 @@ export async function startSimProvider(options: SimProviderOptions): Promise<Sim
 
     // Faults that execute nothing, so nothing is recorded and lookup stays 404.
     if (behaviour.kind === 'status') {
-      const headers: Record<string, string> = behaviour.code === 429 ? { 'retry-after': '1' } : {};
+      // A chosen Retry-After is sent with any status; a 429 without one says 1 s, as before.
+      const retryAfter = behaviour.retryAfterS ?? (behaviour.code === 429 ? 1 : undefined);
+      const headers: Record<string, string> = retryAfter === undefined ? {} : { 'retry-after': String(retryAfter) };
       sendError(res, behaviour.code, `simulated ${describeBehaviour(behaviour)} from ${name}`, headers);
       return;
     }

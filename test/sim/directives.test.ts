@@ -24,6 +24,22 @@ describe('@sim directives', () => {
     expect(behaviour).toEqual(expected);
   });
 
+  it.each([
+    ['status=429,retry-after=2', { kind: 'status', code: 429, retryAfterS: 2 }],
+    ['status=429, Retry-After=0', { kind: 'status', code: 429, retryAfterS: 0 }],
+    ['status=503,retry-after=30', { kind: 'status', code: 503, retryAfterS: 30 }],
+  ])('parses the behaviour %s with its chosen Retry-After', (source, expected) => {
+    // Act
+    const behaviour = simBehaviourFor('sim-primary', `Hello @sim(sim-primary:${source}) there`);
+
+    // Assert
+    expect(behaviour).toEqual(expected);
+  });
+
+  it('keeps status=429 without a Retry-After as it was', () => {
+    expect(simBehaviourFor('sim-backup', '@sim(sim-backup:status=429)')).toEqual({ kind: 'status', code: 429 });
+  });
+
   it('applies a directive only to the provider it names', () => {
     // Arrange
     const text = 'Where is my order? @sim(sim-primary:hang)';
@@ -68,7 +84,7 @@ describe('@sim directives', () => {
     expect(behaviour).toEqual({ kind: 'status', code: 502 });
   });
 
-  it.each(['explode', 'delay=soon', 'delay=-5', 'status=42', 'status=1000', 'hang=5', ''])(
+  it.each(['explode', 'delay=soon', 'delay=-5', 'status=42', 'status=1000', 'hang=5', '', 'status=429,retry-after=soon', 'status=429,retry-after=-1', 'status=429,wait=2', 'status=429,retry-after=1,retry-after=2'])(
     'ignores the unknown or malformed behaviour "%s" and falls through to the next directive',
     (source) => {
       // Arrange

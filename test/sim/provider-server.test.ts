@@ -240,6 +240,31 @@ describe('simulated provider', () => {
       expect(lookup.status).toBe(404);
     });
 
+    it.each([
+      ['status=429,retry-after=2', 429, '2'],
+      ['status=429,retry-after=0', 429, '0'],
+      ['status=503,retry-after=3', 503, '3'],
+    ])('answers %s with that Retry-After, and records nothing', async (directive, code, retryAfter) => {
+      // Act
+      const response = await postChat(provider.url, `Hi @sim(sim-primary:${directive})`, { key: `att-${directive}` });
+      await response.body?.cancel();
+
+      // Assert
+      expect(response.status).toBe(code);
+      expect(response.headers.get('retry-after')).toBe(retryAfter);
+      expect(provider.requests()).toEqual([]);
+    });
+
+    it('sends no Retry-After with a status other than 429 unless the directive chooses one', async () => {
+      // Act
+      const response = await postChat(provider.url, 'Hi @sim(sim-primary:status=503)', { key: 'att-503-plain' });
+      await response.body?.cancel();
+
+      // Assert
+      expect(response.status).toBe(503);
+      expect(response.headers.get('retry-after')).toBeNull();
+    });
+
     it.each([400, 502, 503, 504])('answers %i with an {error:{message,type,code}} body', async (code) => {
       // Act
       const response = await postChat(provider.url, `Hi @sim(sim-primary:status=${code})`, { key: `att-${code}` });
