@@ -28,11 +28,20 @@ import type { ActivityDeps } from './deps';
 
 type Step = JobAction;
 
-/** The attempts at the end of a job's list that went to one provider: how many times in a row it failed. */
-function failuresInARow(attempts: AttemptRecord[], provider: string): number {
-  let count = 0;
-  for (let i = attempts.length - 1; i >= 0 && attempts[i]!.provider === provider; i--) count++;
-  return count;
+/**
+ * When a provider may take the job's next attempt: its backoff (doubling with
+ * each of this run's attempts that went to it) and a 429's Retry-After run
+ * from its own last attempt in the job, whichever way the route got back to
+ * it (the other providers of the route in between, or a reopened run).
+ * @returns the provider's last ended attempt and the delay after it, or undefined when it has none.
+ */
+function backoffOf(jobAttempts: AttemptRecord[], run: number, provider: string, backoffMs: number): { last: AttemptRecord; delayMs: number } | undefined {
+  const onProvider = jobAttempts.filter((attempt) => attempt.provider === provider && attempt.endedAt);
+  const last = onProvider[onProvider.length - 1];
+  if (!last) return undefined;
+  const inThisRun = onProvider.filter((attempt) => attempt.run === run).length;
+  const retryAfterMs = Number(last.evidence?.retryAfterMs ?? 0);
+  return { last, delayMs: Math.max(retryAfterMs, inThisRun > 0 ? backoffMs * 2 ** (inThisRun - 1) : 0) };
 }
 
 /** The fallbacks this job's route skipped, once each, as the events recorded them. */
@@ -160,7 +169,8 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
       const hedged = operation?.retry?.hedge ? await openHedge(tx, job, operation.retry.hedge, attempts.filter((attempt) => attempt.run === job.run), unknowns, request.attemptId) : undefined;
       return hedged ?? { kind: 'await', attemptId: unknowns[0]!.id };
     }
-    // From here on, the current run's attempts: the cap, the route's position and the backoff are a run's own.
+    // From here on, the current run's attempts: the cap and the route's position are a run's own (a provider's Retry-After is not).
+    const jobAttempts = attempts;
     attempts = attempts.filter((attempt) => attempt.run === job.run);
 
     // Past the caller's deadline (or too close to it for one more attempt), a job with no winner fails;
@@ -183,10 +193,9 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
       return fail(tx, job, 'no_eligible_provider', `no eligible provider is left: ${why}`);
     }
     // Backoff (and a 429's Retry-After) concern the provider that failed, whichever way the route got back to it.
-    if (last && step.provider === last.provider && last.endedAt) {
-      const retryAfterMs = Number(last.evidence?.retryAfterMs ?? 0);
-      const delayMs = Math.max(retryAfterMs, deps.attempts.backoffMs * 2 ** (failuresInARow(attempts, step.provider) - 1));
-      const { rows } = await tx.query<{ wait_ms: string }>(`SELECT GREATEST(0, ceil(extract(epoch FROM ($1::timestamptz + $2 * interval '1 millisecond' - now())) * 1000)) AS wait_ms`, [last.endedAt, delayMs]);
+    const backoff = backoffOf(jobAttempts, job.run, step.provider, deps.attempts.backoffMs);
+    if (backoff && backoff.delayMs > 0) {
+      const { rows } = await tx.query<{ wait_ms: string }>(`SELECT GREATEST(0, ceil(extract(epoch FROM ($1::timestamptz + $2 * interval '1 millisecond' - now())) * 1000)) AS wait_ms`, [backoff.last.endedAt, backoff.delayMs]);
       const waitMs = Number(rows[0]!.wait_ms);
       // A backoff that would leave less than one attempt's time before the deadline ends the job now.
       if (waitMs > 0 && job.deadlineLeftMs !== null && job.deadlineLeftMs - waitMs < minAttemptMs) {

@@ -1,6 +1,6 @@
 import { createOpenAiCompatibleProvider } from '../../src/providers/openai-compatible';
 import { freePort } from '../../src/stack/temporal-dev';
-import { isTerminalJob, runReply, startTestStack, submitReply, waitForJob, type TestStack } from '../harness/stack';
+import { auth, isTerminalJob, KEYS, runReply, startTestStack, submitReply, waitForJob, type TestStack } from '../harness/stack';
 
 /**
  * The attempt-outcome table of DESIGN.md, on the real stack: the Temporal dev
@@ -150,3 +150,43 @@ describe('backoff', () => {
     expect(starts[2] - starts[1]).toBeGreaterThanOrEqual(1000);
   });
 });
+
+describe('backoff when the route comes round to a provider', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    // The default route (sim-primary, then sim-backup); four attempts at most.
+    stack = await startTestStack({ env: { ONCEFLOW_MAX_ATTEMPTS: '4' } });
+  });
+  afterAll(() => stack.close());
+
+  it("holds each provider's Retry-After across the job, whichever way the route got back to it", async () => {
+    // Act: both providers answer 429 with Retry-After: 1
+    const submitted = await submitReply(stack, { message: 'Hi @sim(*:status=429)' });
+    const job = await waitForJob(stack, submitted.json().id, isTerminalJob, 30_000);
+
+    // Assert: primary, backup, primary, backup; each provider's next attempt a second after its own last 429
+    expect(job.attempts.map((a: any) => a.provider)).toEqual(['sim-primary', 'sim-backup', 'sim-primary', 'sim-backup']);
+    for (const provider of ['sim-primary', 'sim-backup']) {
+      const [first, second] = job.attempts.filter((a: any) => a.provider === provider);
+      expect(Date.parse(second.startedAt) - Date.parse(first.endedAt)).toBeGreaterThanOrEqual(1000);
+    }
+  });
+
+  it('ends the job deadline_exceeded when the backoff the route comes round to would overrun the deadline', async () => {
+    // Act: a deadline 1.5 s away; after the two 429s the primary's second is still a second off, leaving less than one attempt's minimum
+    const deadline = new Date(Date.now() + 1_500).toISOString();
+    const submitted = await stack.app.inject({
+      method: 'POST',
+      url: '/v1/jobs',
+      headers: { ...auth(KEYS.alice), 'idempotency-key': `deadline-${Date.now()}`, 'request-deadline': deadline },
+      payload: { operation: 'support.reply', input: { ticketId: 'T-backoff', channel: 'email', customerMessage: 'Hi @sim(*:status=429)' } },
+    });
+    const job = await waitForJob(stack, submitted.json().id, isTerminalJob, 30_000);
+
+    // Assert
+    expect(job.status).toBe('failed');
+    expect(job.error.type).toBe('deadline_exceeded');
+    expect(job.attempts.map((a: any) => a.provider)).toEqual(['sim-primary', 'sim-backup']);
+  });
+});
+

@@ -150,10 +150,10 @@ export const GUARDS: Guard[] = [
     testNamePattern: 'retried',
   },
   {
-    name: 'the backoff applies to the provider that failed, whichever way the route got back to it',
+    name: 'a provider that failed is backed off before its next attempt',
     file: 'src/activities/job-activities.ts',
-    find: 'if (last && step.provider === last.provider && last.endedAt) {',
-    replace: 'if (last && step.provider === last.provider && last.endedAt && route[(route.findIndex((s) => s.provider === last.provider) + 1) % route.length]!.provider === last.provider) {',
+    find: 'if (backoff && backoff.delayMs > 0) {',
+    replace: 'if (backoff && backoff.delayMs < 0) {',
     tests: ['test/faults/ledger-bounds.test.ts'],
     testNamePattern: 'backs off',
   },
@@ -800,5 +800,13 @@ export const GUARDS: Guard[] = [
     replace: '',
     tests: ['test/canary/canary-routes.test.ts'],
     testNamePattern: 'effect in review, while',
+  },
+  {
+    name: "a provider's backoff and Retry-After hold across the job, whichever way the route got back to it",
+    file: 'src/activities/job-activities.ts',
+    find: 'const backoff = backoffOf(jobAttempts, job.run, step.provider, deps.attempts.backoffMs);',
+    replace: 'const backoff = last && last.provider === step.provider ? backoffOf(jobAttempts, job.run, step.provider, deps.attempts.backoffMs) : undefined;',
+    tests: ['test/attempts/outcomes.test.ts'],
+    testNamePattern: 'comes round',
   },
 ];
