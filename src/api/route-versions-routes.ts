@@ -307,7 +307,11 @@ export async function registerRouteVersionRoutes(app: FastifyInstance, deps: Api
           summary,
           description:
             'A compare-and-swap on the version\'s state: of an operator\'s change and the canary\'s own stop racing, exactly one wins, and the other is a 409 route-version-state naming the state it found. Jobs already admitted stay on the version they recorded. ' +
-            (action === 'promote' ? 'An expired canary cannot be promoted (409); the version promoted before it, if any, is superseded.' : 'reason is required.'),
+            (action === 'promote'
+              ? 'An expired canary cannot be promoted (409); the version promoted before it, if any, is superseded.'
+              : action === 'rollback'
+                ? 'reason is required. New jobs go to the version it replaced: a version it had superseded is promoted again (canary.restored).'
+                : 'reason is required.'),
           params: VersionParams,
           body: ChangeBody(action !== 'promote'),
           response: { 200: jsonResponse({ $ref: 'RouteVersion#' }, 'The version after the change') },

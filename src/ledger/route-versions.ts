@@ -27,6 +27,8 @@ export const RouteVersionEventType = {
   stopped: 'canary.stopped',
   rolledBack: 'canary.rolled_back',
   superseded: 'canary.superseded',
+  /** A superseded version serves new jobs again: the version promoted over it was rolled back. */
+  restored: 'canary.restored',
 } as const;
 
 /** When a running canary stops: over its last `window` terminal jobs, more than these shares (or counts) of harm. */
@@ -372,12 +374,32 @@ export async function promoteCanary(db: Pool, key: { operation: string; version:
 
 /**
  * Rolls a canary back, running or promoted: new jobs go to the version it
- * replaced (the providers file's route, or the version promoted before it).
+ * replaced (its previous version: the providers file's route, or the version
+ * promoted before it). A promoted canary had superseded that version, which
+ * is promoted again in the same transaction (`canary.restored`), so a
+ * rollback after two promotions lands on the first, not on the baseline.
  * @throws RouteVersionNotFoundError, RouteVersionStateError.
  */
-export async function rollbackCanary(db: Queryable, key: { operation: string; version: string }, cause: StopCause): Promise<RouteVersionRecord> {
+export async function rollbackCanary(db: Pool, key: { operation: string; version: string }, cause: StopCause): Promise<RouteVersionRecord> {
   const from = [RouteVersionState.running, RouteVersionState.promoted] as const;
-  return (await transition(db, key, from, RouteVersionState.rolledBack, RouteVersionEventType.rolledBack, cause)) ?? refuse(db, key, from);
+  return inTransaction(db, async (tx) => {
+    const rolledBack = await transition(tx, key, from, RouteVersionState.rolledBack, RouteVersionEventType.rolledBack, cause);
+    if (!rolledBack) return refuse(tx, key, from);
+    if (rolledBack.previousVersion) {
+      // Only the version this one superseded: one that was rolled back or stopped since stays so.
+      await tx.query(
+        `WITH moved AS (
+           UPDATE route_versions SET state = 'promoted', reason = $3, changed_by = $4, ended_at = NULL
+            WHERE operation = $1 AND version = $2 AND state = 'superseded'
+            RETURNING operation, version
+         )
+         INSERT INTO route_version_events (operation, version, type, detail)
+         SELECT operation, version, '${RouteVersionEventType.restored}', $5 FROM moved`,
+        [key.operation, rolledBack.previousVersion, `restored: ${key.version} was rolled back`, cause.by, JSON.stringify({ by: cause.by, rolledBack: key.version })],
+      );
+    }
+    return rolledBack;
+  });
 }
 
 /** A route version's jobs, by how they ended: the same denominators the job-outcome metrics use. */

@@ -212,6 +212,30 @@ describe('canary routes', () => {
     await Promise.all(ids.map((id) => waitForJob(stack, id, isTerminalJob)));
   });
 
+  it('rolls a promoted canary back to the version it replaced, and that one back to the baseline', async () => {
+    // Arrange: A promoted, then B started against it and promoted (A superseded)
+    const a = (await start({ steps: BACKUP_FIRST })).json().version;
+    expect((await change(a, 'promote')).statusCode).toBe(200);
+    const b = (await start({ steps: WITH_NEW_MODEL })).json();
+    expect(b.previousVersion).toBe(a);
+    expect((await change(b.version, 'promote')).statusCode).toBe(200);
+    expect((await versionView(a)).state).toBe('superseded');
+
+    // Act
+    expect((await change(b.version, 'rollback')).statusCode).toBe(200);
+    const afterB = await runReply(stack, 'After B rolled back');
+    expect((await change(a, 'rollback')).statusCode).toBe(200);
+    const afterA = await runReply(stack, 'After A rolled back');
+
+    // Assert
+    expect(await routeVersionOfJob(afterB.id)).toBe(a);
+    expect(afterB.attempts.map((x: any) => `${x.provider}/${x.model}`)).toEqual(['sim-backup/sim-large']);
+    const restored = await versionView(a);
+    expect(restored.state).toBe('rolled_back');
+    expect(restored.events.map((e: any) => e.type)).toEqual(['canary.started', 'canary.promoted', 'canary.superseded', 'canary.restored', 'canary.rolled_back']);
+    expect(await routeVersionOfJob(afterA.id)).toBe(BASELINE);
+  });
+
   it('serves every new job once promoted, and none once rolled back', async () => {
     // Arrange: a canary with the smallest share
     const version = (await start({ sharePercent: 0.01 })).json().version;

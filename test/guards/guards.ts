@@ -809,4 +809,12 @@ export const GUARDS: Guard[] = [
     tests: ['test/attempts/outcomes.test.ts'],
     testNamePattern: 'comes round',
   },
+  {
+    name: 'rolling back a promoted canary promotes again the version it superseded',
+    file: 'src/ledger/route-versions.ts',
+    find: "WHERE operation = $1 AND version = $2 AND state = 'superseded'",
+    replace: "WHERE operation = $1 AND version = $2 AND state = 'superseded' AND false",
+    tests: ['test/canary/canary-routes.test.ts'],
+    testNamePattern: 'version it replaced',
+  },
 ];
