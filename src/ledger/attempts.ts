@@ -425,6 +425,20 @@ export async function commitAndClaimLocked(
   return { outcome: discarded ? 'discarded' : 'late', ...(usageRecorded ? { usageRecorded } : {}) };
 }
 
+/**
+ * A job's status once one of its attempts ended (failed, or resolved by an
+ * operator): `awaiting_resolution` while another attempt is still unknown
+ * and none is in flight (a hedged job whose sibling is unknown: only
+ * evidence or an operator moves it, and the attention list must show it),
+ * else `running` again. A terminal job keeps its status.
+ */
+const STATUS_AFTER_AN_ATTEMPT_ENDED = `CASE
+            WHEN terminal_at IS NOT NULL THEN status
+            WHEN EXISTS (SELECT 1 FROM attempts u WHERE u.job_id = jobs.id AND u.status = 'unknown')
+             AND NOT EXISTS (SELECT 1 FROM attempts l WHERE l.job_id = jobs.id AND l.status IN ('starting', 'running')) THEN 'awaiting_resolution'
+            WHEN status = 'awaiting_resolution' THEN 'running'
+            ELSE status END`;
+
 export interface AttemptFailure {
   class: string;
   detail: string;
@@ -463,12 +477,7 @@ export async function failAttemptLocked(tx: PoolClient, attemptId: string, from:
   const usage = failure.usage === undefined ? NOTHING_SENT : failure.usage;
   if (usage) await recordUsageLocked(tx, attemptId, usage);
   // The slot's version moves on: a late answer of this attempt can no longer win (invariant 5).
-  await tx.query(
-    `UPDATE jobs SET version = version + 1, updated_at = now(),
-            status = CASE WHEN status = 'awaiting_resolution' THEN 'running' ELSE status END
-     WHERE id = $1`,
-    [row.job_id],
-  );
+  await tx.query(`UPDATE jobs SET version = version + 1, updated_at = now(), status = ${STATUS_AFTER_AN_ATTEMPT_ENDED} WHERE id = $1`, [row.job_id]);
   await appendEvent(tx, row.job_id, JobEventType.attemptFailed, { attemptId, class: failure.class, detail: failure.detail.slice(0, 500), wasUnknown: from === AttemptStatus.unknown });
   return true;
 }
@@ -566,12 +575,7 @@ export async function resolveAttempt(
       if (!found[0]) throw new AttemptNotFoundError(`job ${resolution.jobId} has no attempt ${resolution.attemptId}`);
       throw new AttemptNotUnknownError(toAttempt(found[0]));
     }
-    await tx.query(
-      `UPDATE jobs SET version = version + 1, updated_at = now(),
-              status = CASE WHEN terminal_at IS NULL THEN 'running' ELSE status END
-       WHERE id = $1`,
-      [resolution.jobId],
-    );
+    await tx.query(`UPDATE jobs SET version = version + 1, updated_at = now(), status = ${STATUS_AFTER_AN_ATTEMPT_ENDED} WHERE id = $1`, [resolution.jobId]);
     await appendEvent(tx, resolution.jobId, JobEventType.attemptResolved, { attemptId: resolution.attemptId, ...record });
     return toAttempt(rows[0]);
   });

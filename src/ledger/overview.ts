@@ -76,7 +76,7 @@ export interface OperationCost {
  */
 export async function costByOperation(db: Queryable, since: Date): Promise<OperationCost[]> {
   const { rows } = await db.query<{ operation: string; currency: string | null; jobs: number; provider_cost: string; billable: string; input_tokens: string; output_tokens: string }>(
-    `SELECT operation, currency, count(DISTINCT job_id) FILTER (WHERE bills = 1)::int AS jobs, sum(provider_cost)::text AS provider_cost, sum(billable)::text AS billable,
+    `SELECT operation, currency, sum(bills)::int AS jobs, sum(provider_cost)::text AS provider_cost, sum(billable)::text AS billable,
             sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens
        FROM spending WHERE at >= $1
       GROUP BY 1, 2 ORDER BY 1, 2 NULLS FIRST`,

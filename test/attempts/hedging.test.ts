@@ -114,3 +114,53 @@ describe('retry policies: a read-only generation hedges, a side-effecting operat
   });
 
 });
+
+describe('a hedged job that only an operator can move', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    // Two attempts in all: once both lanes were used, no hedge can open.
+    stack = await startTestStack({
+      operations: createRegistry([supportReply, draft]),
+      env: { ONCEFLOW_ATTEMPT_TIMEOUT_MS: '1000', ONCEFLOW_RECONCILE_INTERVAL_MS: '250', ONCEFLOW_MAX_ATTEMPTS: '2' },
+    });
+  });
+  afterAll(() => stack.close());
+
+  const submit = (message: string) =>
+    stack.app.inject({
+      method: 'POST',
+      url: '/v1/jobs',
+      headers: { ...auth(KEYS.alice), 'idempotency-key': randomUUID() },
+      payload: { operation: 'support.draft', input: { ticketId: `T-${randomUUID().slice(0, 8)}`, customerMessage: message, channel: 'email' } },
+    });
+  const listed = async (jobId: string): Promise<boolean> => {
+    const page = await stack.app.inject({ method: 'GET', url: '/v1/jobs?status=awaiting_resolution&limit=100', headers: auth(KEYS.operator) });
+    return page.json().jobs.some((job: any) => job.id === jobId);
+  };
+
+  it('awaits resolution, and is listed so, once its hedge failed and no other may open', async () => {
+    // Act: the primary never answers; the hedge to the backup is refused
+    const submitted = await submit('Hi @sim(sim-primary:hang) @sim(sim-backup:status=400)');
+    const job = await waitForJob(stack, submitted.json().id, (view) => view.attempts.length === 2 && view.attempts[1].status === 'failed' && view.status === 'awaiting_resolution');
+
+    // Assert: it stays so (nothing but an operator moves it), and the operators' list has it
+    await new Promise((resolve) => setTimeout(resolve, 750));
+    expect((await readJob(stack, job.id)).status).toBe('awaiting_resolution');
+    expect(await listed(job.id)).toBe(true);
+  });
+
+  it('still awaits resolution after an operator resolved one of its two unknown attempts', async () => {
+    // Arrange: both lanes hang
+    const submitted = await submit('Hi @sim(*:hang)');
+    const both = await waitForJob(stack, submitted.json().id, (view) => view.attempts.length === 2 && view.attempts.every((a: any) => a.status === 'unknown'));
+
+    // Act
+    const resolved = await stack.app.inject({ method: 'POST', url: `/v1/jobs/${both.id}/attempts/${both.attempts[1].id}/resolution`, headers: auth(KEYS.operator), payload: { outcome: 'failed', reason: 'the backup has no such request' } });
+
+    // Assert
+    expect(resolved.statusCode).toBe(200);
+    const after = await readJob(stack, both.id);
+    expect(after.status).toBe('awaiting_resolution');
+    expect(await listed(both.id)).toBe(true);
+  });
+});

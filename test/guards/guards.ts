@@ -817,4 +817,12 @@ export const GUARDS: Guard[] = [
     tests: ['test/canary/canary-routes.test.ts'],
     testNamePattern: 'version it replaced',
   },
+  {
+    name: 'a job whose other attempt is still unknown, with none in flight, awaits resolution when an attempt ends',
+    file: 'src/ledger/attempts.ts',
+    find: "WHEN EXISTS (SELECT 1 FROM attempts u WHERE u.job_id = jobs.id AND u.status = 'unknown')",
+    replace: "WHEN false AND EXISTS (SELECT 1 FROM attempts u WHERE u.job_id = jobs.id AND u.status = 'unknown')",
+    tests: ['test/attempts/hedging.test.ts'],
+    testNamePattern: 'only an operator',
+  },
 ];
