@@ -228,6 +228,8 @@ export function createAttemptActivities(deps: ActivityDeps) {
         evidence: { lookup: { at: clock.now().toISOString(), found: false } },
       });
       if (failed) metrics.attemptsResolved.inc({ operation, via: 'provider_lookup', outcome: 'failed' });
+      // An attempt that had ended (an operator's resolution stands): the look is noted, so it is not asked again.
+      else await noteEvidence(db, attempt.id, { lastLookup: { at: clock.now().toISOString(), found: false } });
       return;
     }
     if (found.status === 'executing') {
@@ -288,14 +290,15 @@ export function createAttemptActivities(deps: ActivityDeps) {
 
     /**
      * An attempt left unknown when its job ended (a hedge's sibling, or an
-     * attempt in flight when the job was cancelled): its provider is asked
-     * what became of it, so what it cost is recorded (after settlement, as an
-     * adjustment) and an answer it gave is kept as a discarded one. It cannot
-     * win: its job has ended.
+     * attempt in flight when the job was cancelled), or resolved by an
+     * operator before its usage was known: its provider is asked what became
+     * of it, so what it cost is recorded (after settlement, as an adjustment)
+     * and an answer it gave is kept as a discarded or late one. It cannot
+     * win: its job has ended, or its resolution stands.
      */
     async settleLeftoverAttempt(attemptId: string): Promise<void> {
       const attempt = await getAttempt(db, attemptId);
-      if (attempt?.status === AttemptStatus.unknown) await lookUp(attempt);
+      if (attempt?.status === AttemptStatus.unknown || (attempt?.resolution && !attempt.usage)) await lookUp(attempt);
     },
   };
 }

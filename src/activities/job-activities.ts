@@ -8,7 +8,7 @@ import {
   failAttemptLocked,
   LIVE_ATTEMPT_STATUSES,
   listAttempts,
-  takeLeftoverUnknowns,
+  takeLeftoverAttempts,
   markAttemptUnknownLocked,
   openAttemptLocked,
   type AttemptRecord,
@@ -328,8 +328,9 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
     async sweepJobs(): Promise<{ looked: number; repaired: number; leftovers: number }> {
       // A canary past its expiry stops by itself even when none of its jobs ends and no job is admitted.
       await stopExpiredCanaries(db);
-      // Attempts still unknown in ended jobs (a hedge's siblings, one in flight at a cancellation): what they cost is still to learn.
-      const leftovers = await takeLeftoverUnknowns(db, { intervalMs: deps.attempts.reconcileIntervalMs, limit: deps.sweeper?.batchSize ?? 100 });
+      // Attempts still unknown in ended jobs (a hedge's siblings, one in flight at a cancellation), or resolved before their usage was known: what they cost is still to learn.
+      const askable = [...deps.providers.values()].filter((provider) => provider.lookup).map((provider) => provider.name);
+      const leftovers = await takeLeftoverAttempts(db, { intervalMs: deps.attempts.reconcileIntervalMs, limit: deps.sweeper?.batchSize ?? 100, providers: askable });
       for (const attemptId of leftovers) await attempts.settleLeftoverAttempt(attemptId);
       if (!deps.workflows || !deps.sweeper) return { looked: 0, repaired: 0, leftovers: leftovers.length };
       const jobs = await takeJobsToSweep(db, { minAgeMs: deps.sweeper.minAgeMs, intervalMs: deps.sweeper.intervalMs, limit: deps.sweeper.batchSize });

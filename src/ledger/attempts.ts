@@ -145,18 +145,29 @@ export async function findLiveAttempt(db: Queryable, jobId: string, lane = 0): P
 }
 
 /**
- * Attempts still unknown in jobs that have ended, not looked up within
- * `intervalMs` (by the last lookup noted in their evidence, else since they
- * became unknown), oldest first.
+ * Attempts whose cost is still to learn after their job moved on, on the
+ * providers that can be asked (those with a lookup: the others would crowd
+ * them out of every batch, and nothing can be learned of them): those still
+ * unknown in jobs that have ended, not looked up within `intervalMs`; and
+ * those an operator resolved while their usage was not known, not looked up
+ * since the resolution (asked once more). Least recently looked at first.
  */
-export async function takeLeftoverUnknowns(db: Queryable, opts: { intervalMs: number; limit: number }): Promise<string[]> {
+export async function takeLeftoverAttempts(db: Queryable, opts: { intervalMs: number; limit: number; providers: readonly string[] }): Promise<string[]> {
   const { rows } = await db.query<{ id: string }>(
-    `SELECT a.id FROM attempts a JOIN jobs j ON j.id = a.job_id
-     WHERE a.status = 'unknown' AND j.terminal_at IS NOT NULL
-       AND COALESCE((a.evidence -> 'lastLookup' ->> 'at')::timestamptz, a.ended_at, a.started_at) < now() - $1 * interval '1 millisecond'
-     ORDER BY a.started_at
+    `SELECT id FROM (
+       SELECT a.id, COALESCE((a.evidence -> 'lastLookup' ->> 'at')::timestamptz, a.ended_at, a.started_at) AS looked_at
+         FROM attempts a JOIN jobs j ON j.id = a.job_id
+        WHERE a.status = 'unknown' AND j.terminal_at IS NOT NULL AND a.provider = ANY($3::text[])
+       UNION ALL
+       SELECT a.id, COALESCE((a.evidence -> 'lastLookup' ->> 'at')::timestamptz, a.ended_at, a.started_at)
+         FROM attempts a
+        WHERE a.resolution IS NOT NULL AND NOT a.usage_reported AND a.provider = ANY($3::text[])
+          AND COALESCE((a.evidence -> 'lastLookup' ->> 'at')::timestamptz, '-infinity') < (a.resolution ->> 'at')::timestamptz
+     ) leftover
+     WHERE looked_at < now() - $1 * interval '1 millisecond'
+     ORDER BY looked_at
      LIMIT $2`,
-    [opts.intervalMs, opts.limit],
+    [opts.intervalMs, opts.limit, opts.providers],
   );
   return rows.map((row) => row.id);
 }
