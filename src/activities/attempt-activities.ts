@@ -3,7 +3,7 @@ import { afterJobBlocked, afterJobEnded } from '../canary/job-ended';
 import { checkOutput } from '../contracts/output';
 import { checkRender } from '../contracts/render-check';
 import { isTerminal } from '../jobs/status';
-import { AttemptStatus, commitAndClaim, type CommitOutcome, failAttempt, getAttempt, getAttemptToSend, markAttemptRunning, markAttemptUnknown, noteEvidence, recordLateUsage, type AttemptRecord } from '../ledger/attempts';
+import { AttemptStatus, commitAndClaim, type CommitOutcome, failAttempt, getAttempt, getAttemptToSend, listAttempts, markAttemptRunning, markAttemptUnknown, noteEvidence, recordLateUsage, type AttemptRecord } from '../ledger/attempts';
 import type { EffectRecord } from '../ledger/effects';
 import type { EffectCall } from '../effects/runner';
 import { listEffects } from '../ledger/effects';
@@ -285,7 +285,15 @@ export function createAttemptActivities(deps: ActivityDeps) {
       const job = await getJob(db, attempt.jobId);
       if (!job || isTerminal(job.status)) return reportOf(attemptId);
       await lookUp(attempt);
-      return reportOf(attemptId);
+      // A hedged job's other unknown attempts are asked too: one that answered must not wait behind this one.
+      const others = (await listAttempts(db, attempt.jobId)).filter((other) => other.id !== attempt.id && other.status === AttemptStatus.unknown);
+      let othersMoved = false;
+      for (const other of others) {
+        await lookUp(other);
+        if ((await getAttempt(db, other.id))?.status !== AttemptStatus.unknown) othersMoved = true;
+      }
+      const report = await reportOf(attemptId);
+      return othersMoved ? { ...report, othersMoved } : report;
     },
 
     /**

@@ -16,8 +16,10 @@ import {
 import { lockJobRow, type LockedJob } from '../ledger/job-row';
 import { listEffects } from '../ledger/effects';
 import { appendEvent, JobEventType } from '../ledger/events';
-import { failJob, takeJobsToSweep } from '../ledger/jobs';
-import { DEFAULT_MIN_ATTEMPT_MS, type HedgePolicy } from '../operations/operation';
+import { failJob, getJobInput, takeJobsToSweep } from '../ledger/jobs';
+import { checkRender } from '../contracts/render-check';
+import { profileOf } from '../contracts/models';
+import { DEFAULT_MIN_ATTEMPT_MS, type HedgePolicy, type RegisteredOperation } from '../operations/operation';
 import { afterJobBlocked, afterJobEnded } from '../canary/job-ended';
 import { removeExpiredJobs } from '../ledger/retention';
 import { routeStepsOf, stopExpiredCanaries } from '../ledger/route-versions';
@@ -218,24 +220,26 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
   /**
    * A hedge: a new attempt of a read-only generation while others are
    * unknown, in a free lane, at the route's next eligible step — only within
-   * the operation's budget (attempts in flight, time since the job was
-   * created, what its attempts have cost), the attempt cap and the caller's
-   * deadline. The job's events say so. Nothing is opened otherwise.
+   * the operation's budget (attempts in flight, time since this run's first
+   * attempt started, what this run's attempts have cost or may have cost),
+   * the attempt cap and the caller's deadline. The job's events say so.
+   * Nothing is opened otherwise.
    */
   async function openHedge(tx: PoolClient, job: LockedJob, hedge: HedgePolicy, attempts: AttemptRecord[], unknowns: AttemptRecord[], attemptId: string) {
     const busy = new Set(unknowns.map((attempt) => attempt.lane));
     const lane = Array.from({ length: hedge.maxConcurrent }, (_, index) => index).find((index) => !busy.has(index));
     if (lane === undefined || attempts.length >= deps.attempts.maxAttempts) return undefined;
-    const minAttemptMs = deps.operations.get(job.operation)?.deadline?.minAttemptMs ?? DEFAULT_MIN_ATTEMPT_MS;
+    const operation = deps.operations.get(job.operation)!;
+    const minAttemptMs = operation.deadline?.minAttemptMs ?? DEFAULT_MIN_ATTEMPT_MS;
     if (job.deadlineLeftMs !== null && job.deadlineLeftMs < minAttemptMs) return undefined;
+    const route = await routeOfJob(tx, job);
+    const spent = hedge.maxCost === undefined ? undefined : await mayHaveCost(tx, job, operation, route, attempts);
     const { rows } = await tx.query<{ in_time: boolean; under_cost: boolean }>(
-      `SELECT j.created_at + $2 * interval '1 millisecond' > now() AS in_time,
-              ($3::numeric IS NULL OR (SELECT COALESCE(sum(a.cost), 0) FROM attempts a WHERE a.job_id = j.id) < $3::numeric) AS under_cost
-       FROM jobs j WHERE j.id = $1`,
-      [job.id, hedge.budgetMs, hedge.maxCost ?? null],
+      `SELECT (SELECT min(started_at) FROM attempts WHERE job_id = $1 AND run = $4) + $2 * interval '1 millisecond' > now() AS in_time,
+              ($3::numeric IS NULL OR $5::numeric < $3::numeric) AS under_cost`,
+      [job.id, hedge.budgetMs, hedge.maxCost ?? null, job.run, spent ?? null],
     );
     if (!rows[0]?.in_time || !rows[0].under_cost) return undefined;
-    const route = await routeOfJob(tx, job);
     const last = attempts[attempts.length - 1];
     const { step, skipped } = await chooseStep(tx, job, route, last);
     if (!step) return undefined;
@@ -250,6 +254,41 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
     await appendEvent(tx, job.id, JobEventType.attemptHedged, { attemptId: attempt.id, lane, whileUnknown: unknowns.map((unknown) => unknown.id) });
     metrics.attemptsStarted.inc({ operation: job.operation, provider: step.provider, kind: 'hedge' });
     return { kind: 'call' as const, attemptId: attempt.id, provider: step.provider, model: step.model, seq: attempt.seq, deadlineLeftMs: job.deadlineLeftMs, ...(job.input ? { toSend: { attempt, input: job.input, deadlineLeftMs: job.deadlineLeftMs } } : {}) };
+  }
+
+  /**
+   * What this run's attempts have cost, or may have: the cost each reported,
+   * and for each whose usage is not known yet (an unknown attempt) the most
+   * it can cost, its prompt and the room its model keeps for the answer at
+   * its model's price. In the currency of the route's prices (the hedge's
+   * `maxCost` is in it); an amount in another currency cannot be compared,
+   * and is taken as over any budget (no hedge).
+   */
+  async function mayHaveCost(tx: PoolClient, job: LockedJob, operation: RegisteredOperation, route: RouteStep[], attempts: AttemptRecord[]): Promise<string> {
+    const priceOf = (provider: string, model: string) => deps.prices?.get(provider)?.get(model);
+    const currency = route.map((step) => priceOf(step.provider, step.model)?.currency).find((found) => found !== undefined);
+    const OVER = '1e30';
+    let input: Record<string, unknown> | undefined = job.input ?? undefined;
+    const amounts: string[] = [];
+    for (const attempt of attempts) {
+      if (attempt.usage) {
+        const { cost, currency: its } = attempt.usage;
+        if (cost === null || Number(cost) === 0) continue;
+        amounts.push(its === currency ? cost : OVER);
+        continue;
+      }
+      if (attempt.status !== AttemptStatus.unknown) continue;
+      const price = priceOf(attempt.provider, attempt.model);
+      if (!price) continue;
+      if (price.currency !== currency) return OVER;
+      input ??= await getJobInput(tx, job.id);
+      const render = checkRender(operation, attempt.model, input ?? {});
+      const profile = profileOf(attempt.model);
+      const tokensCost = ((render.promptTokens ?? profile.contextWindow) * Number(price.inputPerMillion) + profile.reservedForOutput * Number(price.outputPerMillion)) / 1e6;
+      amounts.push(tokensCost.toFixed(12));
+    }
+    const { rows } = await tx.query<{ total: string }>('SELECT COALESCE(sum(amount), 0)::text AS total FROM unnest($1::numeric[]) AS amount', [amounts]);
+    return rows[0]!.total;
   }
 
   /** Why a job failed at its deadline, in so many words. */

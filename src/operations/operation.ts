@@ -45,9 +45,9 @@ export interface DeadlinePolicy {
 export interface HedgePolicy {
   /** Attempts in flight at once, the unknown ones included (2 or more). */
   maxConcurrent: number;
-  /** No hedge opens later than this after the job was created (milliseconds). */
+  /** No hedge opens later than this after the run's first attempt started (milliseconds). */
   budgetMs: number;
-  /** No hedge opens once the job's attempts have cost this much (a decimal, in the price table's currency); without it, no cost limit. */
+  /** No hedge opens once the run's attempts have cost, or may have cost (an unknown one at its most), this much (a decimal, in the route's price currency); without it, no cost limit. */
   maxCost?: string;
 }
 

@@ -102,6 +102,12 @@ export interface AttemptReport {
   /** This attempt won the job's result slot and these effects are to run. */
   effects?: string[];
   class?: string;
+  /**
+   * Another unknown attempt of the job (a hedge's sibling) left `unknown`
+   * while this one was reconciled: the job may take its next step (a freed
+   * lane, or an answer that won).
+   */
+  othersMoved?: boolean;
 }
 
 /** Where an effect stands, as the workflow sees it. */

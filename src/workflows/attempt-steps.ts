@@ -33,13 +33,15 @@ export async function callAttempt(attemptId: string, timings: JobTimings): Promi
 /**
  * Invariant 4: while an attempt is unknown, only evidence (the ledger, the
  * provider's lookup) or an operator moves it on. Looks again every interval
- * and whenever a signal says the job changed, for as long as it takes.
+ * and whenever a signal says the job changed, for as long as it takes; the
+ * look covers a hedged job's other unknown attempts too, and returns when
+ * one of them moved.
  */
 export async function awaitResolution(run: JobRun, attemptId: string, timings: JobTimings): Promise<void> {
   for (;;) {
     run.beforeLook();
     const report = await ledger.reconcileAttempt(attemptId);
-    if (report.status !== 'unknown' || report.jobTerminal) return;
+    if (report.status !== 'unknown' || report.jobTerminal || report.othersMoved) return;
     await run.waitForChange(timings.reconcileIntervalMs);
     await run.continueAsNewIfLong();
   }

@@ -7,12 +7,16 @@ const supportReply = createRegistry().get('support.reply')!;
 const draft = { ...supportReply, name: 'support.draft', effects: undefined, finalize: undefined, retry: { hedge: { maxConcurrent: 2, budgetMs: 60_000 } } };
 /** The same, with a hedging budget already spent when its first attempt times out. */
 const draftNoTime = { ...draft, name: 'support.draft-late', retry: { hedge: { maxConcurrent: 2, budgetMs: 1 } } };
+/** A hedging budget of 3 s, and a failed job's same intent starts a new run. */
+const draftReopened = { ...draft, name: 'support.draft-again', reopenFailed: true, retry: { hedge: { maxConcurrent: 2, budgetMs: 3_000 } } };
+/** Hedges only while what its attempts may have cost stays under a millionth of a dollar. */
+const draftCheap = { ...draft, name: 'support.draft-cheap', retry: { hedge: { maxConcurrent: 2, budgetMs: 60_000, maxCost: '0.000001' } } };
 
 describe('retry policies: a read-only generation hedges, a side-effecting operation never does', () => {
   let stack: TestStack;
   beforeAll(async () => {
     stack = await startTestStack({
-      operations: createRegistry([supportReply, draft, draftNoTime]),
+      operations: createRegistry([supportReply, draft, draftNoTime, draftReopened, draftCheap]),
       env: { ONCEFLOW_ATTEMPT_TIMEOUT_MS: '1000', ONCEFLOW_RECONCILE_INTERVAL_MS: '250' },
     });
   });
@@ -104,6 +108,55 @@ describe('retry policies: a read-only generation hedges, a side-effecting operat
     expect(types(still)).not.toContain('attempt.hedged');
   });
 
+  it("reconciles every unknown attempt, not only the first: a hedge's answer found first wins", async () => {
+    // Act: the primary completes 4 s after its request; the hedge to the backup times out too, and completes 1.5 s after its own
+    const job = await run('support.draft', 'Hi @sim(sim-primary:late=4000) @sim(sim-backup:late=1500)');
+
+    // Assert
+    expect(job.status).toBe('succeeded');
+    expect(job.attempts.map((a: any) => [a.provider, a.status])).toEqual([
+      ['sim-primary', 'unknown'],
+      ['sim-backup', 'succeeded'],
+    ]);
+    expect(job.attempts[1].evidence.lookup).toMatchObject({ found: true, status: 'completed' });
+  });
+
+  it("counts a reopened run's hedging budget from the run's own start, not the job's creation", async () => {
+    // Arrange: the first run fails at once (its deadline leaves less than one attempt); 3.5 s later, past the budget from creation, the same intent again
+    const key = randomUUID();
+    const input = { ticketId: `T-${key.slice(0, 8)}`, customerMessage: 'Hi @sim(sim-primary:hang)', channel: 'email' };
+    const submit = (headers: Record<string, string> = {}) =>
+      stack.app.inject({ method: 'POST', url: '/v1/jobs', headers: { ...auth(KEYS.alice), 'idempotency-key': key, ...headers }, payload: { operation: 'support.draft-again', input } });
+    const first = await submit({ 'request-deadline': new Date(Date.now() + 500).toISOString() });
+    await waitForJob(stack, first.json().id, (job) => job.status === 'failed');
+    await new Promise((resolve) => setTimeout(resolve, 3_500));
+
+    // Act
+    const again = await submit();
+    const job = await waitForJob(stack, again.json().id, isTerminalJob, 20_000);
+
+    // Assert: the second run hedged to the backup while its primary was unknown
+    expect(again.statusCode).toBe(202);
+    expect(job.run).toBe(2);
+    expect(job.status).toBe('succeeded');
+    expect(job.attempts.map((a: any) => [a.provider, a.status])).toEqual([
+      ['sim-primary', 'unknown'],
+      ['sim-backup', 'succeeded'],
+    ]);
+  });
+
+  it('counts what an unknown attempt may have cost (its prompt, and the room kept for its answer) against the hedge cost budget', async () => {
+    // Act: the primary never answers; its prompt alone is over the budget
+    const job = await run('support.draft-cheap', 'Hi @sim(sim-primary:hang)', (view) => view.status === 'awaiting_resolution');
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+
+    // Assert
+    const still = await readJob(stack, job.id);
+    expect(still.status).toBe('awaiting_resolution');
+    expect(still.attempts.map((a: any) => a.status)).toEqual(['unknown']);
+    expect(types(still)).not.toContain('attempt.hedged');
+  });
+
   it('never hedges a side-effecting operation: it waits with one unknown attempt', async () => {
     const job = await run('support.reply', 'Hi @sim(sim-primary:hang)', (view) => view.status === 'awaiting_resolution');
     await new Promise((resolve) => setTimeout(resolve, 2_000));
@@ -162,5 +215,43 @@ describe('a hedged job that only an operator can move', () => {
     const after = await readJob(stack, both.id);
     expect(after.status).toBe('awaiting_resolution');
     expect(await listed(both.id)).toBe(true);
+  });
+});
+
+describe("a hedge's cost budget", () => {
+  let stack: TestStack;
+  /** Hedges while its attempts have cost under a dollar (the sim price table is in USD). */
+  const draftDollar = { ...draft, name: 'support.draft-dollar', retry: { hedge: { maxConcurrent: 2, budgetMs: 60_000, maxCost: '1' } } };
+  beforeAll(async () => {
+    // No worker: the job's next step is asked for by hand.
+    stack = await startTestStack({ worker: false, operations: createRegistry([supportReply, draftDollar]) });
+  });
+  afterAll(() => stack.close());
+
+  it('never adds an amount in another currency to it: such an attempt stops hedging', async () => {
+    // Arrange: a first attempt that cost 0.50 EUR, then an unknown one
+    const submitted = await stack.app.inject({
+      method: 'POST',
+      url: '/v1/jobs',
+      headers: { ...auth(KEYS.alice), 'idempotency-key': randomUUID() },
+      payload: { operation: 'support.draft-dollar', input: { ticketId: 'T-eur', customerMessage: 'Hi', channel: 'email' } },
+    });
+    const jobId = submitted.json().id;
+    await stack.db.pool.query(
+      `INSERT INTO attempts (id, job_id, operation, seq, provider, model, job_version, status, started_at, ended_at, usage_reported, input_tokens, output_tokens, cost, cost_currency, error_class, error_detail)
+       VALUES ($1, $2, 'support.draft-dollar', 1, 'sim-primary', 'sim-small', 0, 'failed', now(), now(), true, 10, 10, 0.5, 'EUR', 'contract_violation', 'prose')`,
+      [randomUUID(), jobId],
+    );
+    await stack.db.pool.query(
+      `INSERT INTO attempts (id, job_id, operation, seq, provider, model, job_version, status, started_at) VALUES ($1, $2, 'support.draft-dollar', 2, 'sim-backup', 'sim-large', 0, 'unknown', now())`,
+      [randomUUID(), jobId],
+    );
+    await stack.db.pool.query(`UPDATE jobs SET status = 'awaiting_resolution' WHERE id = $1`, [jobId]);
+
+    // Act
+    const step = await stack.activities.advanceJob({ jobId, attemptId: randomUUID() });
+
+    // Assert: it waits for the unknown attempt; 0.50 EUR is not "under a dollar"
+    expect(step.kind).toBe('await');
   });
 });
