@@ -72,6 +72,8 @@ export interface OnceflowConfig {
     /** One downstream call's budget. */
     callTimeoutMs: number;
     maxTries: number;
+    /** Failed receipt lookups (one per lease) before recovery stops asking: it repeats when safe, else the effect goes to review. */
+    maxLookupFailures: number;
     backoffMs: number;
     messagesUrl: string;
     /** The messaging service deduplicates by Idempotency-Key (a repeat is then safe). */
@@ -245,6 +247,7 @@ function effectsConfig(env: NodeJS.ProcessEnv): OnceflowConfig['effects'] {
     leaseMs,
     callTimeoutMs,
     maxTries: int(env, 'ONCEFLOW_EFFECT_MAX_TRIES', 3, 1, 20),
+    maxLookupFailures: int(env, 'ONCEFLOW_EFFECT_MAX_LOOKUP_FAILURES', 10, 1, 1_000),
     backoffMs: int(env, 'ONCEFLOW_EFFECT_BACKOFF_MS', 500, 0),
     messagesUrl: (env.ONCEFLOW_MESSAGES_URL ?? simulatorsConfig(env).downstreamUrl).replace(/\/$/, ''),
     messagesDeduplicate: env.ONCEFLOW_MESSAGES_DEDUPLICATE === '1',

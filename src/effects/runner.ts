@@ -31,7 +31,16 @@ export interface EffectSettings {
   backoffMs: number;
   /** One downstream call's budget: a try is started only while it fits before the caller's deadline. */
   callTimeoutMs?: number;
+  /**
+   * Failed receipt lookups (across owners, one per lease) after which
+   * recovery stops asking: it repeats the send when that is safe, and
+   * otherwise hands the effect to an operator (invariant 8).
+   */
+  maxLookupFailures?: number;
 }
+
+/** The bound on failed receipt lookups when the settings name none. */
+export const DEFAULT_MAX_LOOKUP_FAILURES = 10;
 
 export interface EffectRunnerDeps {
   db: Pool;
@@ -77,6 +86,7 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 export function createEffectRunner(deps: EffectRunnerDeps) {
   const { db, metrics, settings } = deps;
   const callTimeoutMs = settings.callTimeoutMs ?? Math.floor(settings.leaseMs / 4);
+  const maxLookupFailures = settings.maxLookupFailures ?? DEFAULT_MAX_LOOKUP_FAILURES;
 
   async function stateOf(jobId: string, name: string): Promise<EffectState> {
     const [effect, job] = await Promise.all([getEffect(db, jobId, name), getJob(db, jobId)]);
@@ -229,11 +239,23 @@ export function createEffectRunner(deps: EffectRunnerDeps) {
         try {
           found = await adapter.lookup(effect.key, await contextFor(jobId, effect, call.signal));
         } catch (err) {
-          // Nothing concluded: the claim stays pending under this owner and is tried again after its lease.
+          // Nothing concluded: the claim stays pending under this owner and is tried again after its lease, up to the bound.
+          const message = (err as Error).message ?? String(err);
           metrics.downstreamFailures.inc({ effect: name, class: 'lookup_failed' });
-          metrics.effectsRecovered.inc({ effect: name, result: 'lookup_failed' });
-          await noteLookupFailure(db, effect.id, call.owner, (err as Error).message ?? String(err));
-          return stateOf(jobId, name);
+          const failures = await noteLookupFailure(db, effect.id, call.owner, message);
+          if (failures === undefined || failures < maxLookupFailures) {
+            metrics.effectsRecovered.inc({ effect: name, result: 'lookup_failed' });
+            return stateOf(jobId, name);
+          }
+          // The lookup will not tell: repeat when the downstream deduplicates, else an operator decides.
+          if (adapter.repeatSafe) {
+            metrics.effectsRecovered.inc({ effect: name, result: 'repeated' });
+            return execute(effect, call);
+          }
+          metrics.effectsRecovered.inc({ effect: name, result: 'needs_review' });
+          return settle(effect, call.owner, 'needs_review', {
+            error: { class: 'lookup_failing', detail: `the receipt lookup failed ${failures} times (last: ${message.slice(0, 300)}), and repeating is not safe: an operator must decide` },
+          });
         }
         if (found.found) {
           metrics.receiptsFound.inc({ effect: name });

@@ -231,15 +231,18 @@ export async function noteEffectAmbiguous(db: Pool, effectId: string, owner: str
 /**
  * A receipt lookup that could not answer: counted on the row, not as an event,
  * so an unreachable downstream costs one row update per lease, not a growing history.
+ * @returns the failures counted so far, or undefined when the caller no longer holds the lease.
  */
-export async function noteLookupFailure(db: Pool, effectId: string, owner: string, error: string): Promise<void> {
-  await inTransaction(db, async (tx) => {
+export async function noteLookupFailure(db: Pool, effectId: string, owner: string, error: string): Promise<number | undefined> {
+  return inTransaction(db, async (tx) => {
     await lockJobOfEffect(tx, effectId);
-    await tx.query(
+    const { rows } = await tx.query<{ lookup_failures: number }>(
       `UPDATE effects SET lookup_failures = lookup_failures + 1, last_lookup = jsonb_build_object('at', now(), 'error', $3::text), updated_at = now()
-       WHERE id = $1 AND status = 'pending' AND lease_owner = $2`,
+       WHERE id = $1 AND status = 'pending' AND lease_owner = $2
+       RETURNING lookup_failures`,
       [effectId, owner, error.slice(0, 500)],
     );
+    return rows[0]?.lookup_failures;
   });
 }
 

@@ -59,7 +59,7 @@ export function buildActivityDeps(parts: WorkerParts): ActivityDeps {
       metrics: parts.metrics,
       adapters,
       operations: parts.operations,
-      settings: { leaseMs: config.effects.leaseMs, maxTries: config.effects.maxTries, backoffMs: config.effects.backoffMs, callTimeoutMs: config.effects.callTimeoutMs },
+      settings: { leaseMs: config.effects.leaseMs, maxTries: config.effects.maxTries, backoffMs: config.effects.backoffMs, callTimeoutMs: config.effects.callTimeoutMs, maxLookupFailures: config.effects.maxLookupFailures },
     }),
     effectTimeoutMs: config.effects.leaseMs,
     gate: { maxAgeMs: config.contracts.maxAgeMs, demotion: config.contracts.demotion },

@@ -7,6 +7,7 @@ import { createEffectRegistry } from '../../src/effects/registry';
 describe('the effect registry', () => {
   const config: OnceflowConfig['effects'] = {
     leaseMs: 60_000,
+    maxLookupFailures: 10,
     callTimeoutMs: 5_000,
     maxTries: 3,
     backoffMs: 500,

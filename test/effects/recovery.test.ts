@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createEffectRunner } from '../../src/effects/runner';
+import type { EffectAdapter, LookupResult, PerformResult } from '../../src/effects/types';
 import { createMessageSend } from '../../src/effects/message-send';
 import { requestDigest } from '../../src/jobs/digest';
 import { jobWorkflowId } from '../../src/jobs/scope';
@@ -219,5 +220,71 @@ describe('cancellation and claims', () => {
       // Assert: never both.
       expect([cancelled === 'cancelled', claim.claimed].filter(Boolean)).toHaveLength(1);
     }
+  });
+});
+
+describe('a receipt lookup that keeps failing', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterAll(() => db.drop());
+
+  const LEASE_MS = 300;
+  /** A send that timed out once (then answers), whose lookup always fails (a key rotated away, a lookup down for days). */
+  function flaky(repeatSafe: boolean): EffectAdapter & { performs: number } {
+    const adapter = {
+      name: 'message.send',
+      repeatSafe,
+      performs: 0,
+      async perform(): Promise<PerformResult> {
+        adapter.performs++;
+        return adapter.performs === 1 ? { kind: 'ambiguous', class: 'timeout', detail: 'no answer in time' } : { kind: 'done', receipt: { messageId: 'm-2' } };
+      },
+      async lookup(): Promise<LookupResult> {
+        throw new Error('receipt lookup answered 401');
+      },
+    };
+    return adapter;
+  }
+
+  /** Recovers after each lease until the effect leaves pending, or `rounds` times. */
+  async function recoverUntilSettled(jobId: string, adapter: EffectAdapter, rounds: number) {
+    const runner = createEffectRunner({ db: db.pool, metrics: createMetrics(), adapters: new Map([['message.send', adapter]]), operations: createRegistry(), settings: { leaseMs: LEASE_MS, maxTries: 2, backoffMs: 20, maxLookupFailures: 3 } });
+    let state = await runner.perform(jobId, 'message.send', { owner: 'first' });
+    for (let round = 0; round < rounds && state.status === 'pending'; round++) {
+      await new Promise((resolve) => setTimeout(resolve, LEASE_MS + 50));
+      state = await runner.recover(jobId, 'message.send', { owner: `recovery-${round}` });
+    }
+    return state;
+  }
+
+  it('goes to review after its bound, when repeating is not safe (invariant 8)', async () => {
+    // Arrange
+    const { jobId } = await jobWithWinnerIn(db.pool, 'Lookup down');
+    const adapter = flaky(false);
+
+    // Act
+    const state = await recoverUntilSettled(jobId, adapter, 6);
+
+    // Assert
+    expect(state.status).toBe('needs_review');
+    expect(state.error).toMatchObject({ class: 'lookup_failing', detail: expect.stringMatching(/3 times.*401/) });
+    expect(adapter.performs).toBe(1);
+    expect(await getEffect(db.pool, jobId, 'message.send')).toMatchObject({ lookupFailures: 3 });
+  });
+
+  it('is repeated with the same key after its bound, when the downstream deduplicates', async () => {
+    // Arrange
+    const { jobId } = await jobWithWinnerIn(db.pool, 'Lookup down, dedupe on');
+    const adapter = flaky(true);
+
+    // Act
+    const state = await recoverUntilSettled(jobId, adapter, 6);
+
+    // Assert
+    expect(state.status).toBe('succeeded');
+    expect(state.receipt).toEqual({ messageId: 'm-2' });
+    expect(adapter.performs).toBe(2);
   });
 });

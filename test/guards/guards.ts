@@ -873,4 +873,12 @@ export const GUARDS: Guard[] = [
     tests: ['test/attempts/hedging.test.ts'],
     testNamePattern: 'reconciles every',
   },
+  {
+    name: 'a receipt lookup that keeps failing is bounded: review, or the repeat a deduplicating downstream allows (invariant 8)',
+    file: 'src/effects/runner.ts',
+    find: 'if (failures === undefined || failures < maxLookupFailures) {',
+    replace: 'if (failures === undefined || failures < Infinity) {',
+    tests: ['test/effects/recovery.test.ts'],
+    testNamePattern: 'keeps failing',
+  },
 ];
