@@ -94,7 +94,8 @@ describe('the effect ledger under a failing or slow downstream', () => {
       metrics: createMetrics(),
       adapters: new Map([['message.send', createMessageSend({ baseUrl, deduplicates: false, timeoutMs: 100 })]]),
       operations: createRegistry(),
-      settings: { leaseMs, maxTries: 3, backoffMs: 20, callTimeoutMs: 100 },
+      // Lookups are asked past the default bound here: what is counted, not where it ends (recovery.test.ts).
+      settings: { leaseMs, maxTries: 3, backoffMs: 20, callTimeoutMs: 100, maxLookupFailures: 100 },
     });
 
   const jobWithWinner = (reply: string) => jobWithWinnerIn(db.pool, reply);
