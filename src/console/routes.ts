@@ -111,6 +111,8 @@ export async function registerConsole(app: FastifyInstance, deps: ApiDeps, conso
 
   await app.register(
     async (scope) => {
+      // Forms only: the API's JSON parser would hand the handlers numbers, arrays and objects where a form has text (a 415 instead).
+      scope.removeAllContentTypeParsers();
       scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: FORM_LIMIT_BYTES }, (_request, body, done) => {
         done(null, parseForm(body as string));
       });

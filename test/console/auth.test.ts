@@ -53,6 +53,26 @@ describe('the console: sign-in, sessions and CSRF', () => {
     expect(setCookies(response).get('onceflow_console')?.attributes).toEqual(expect.arrayContaining(['Secure', 'HttpOnly', 'SameSite=Strict']));
   });
 
+  it.each([
+    ['/console/sign-in', { _csrf: 1, key: KEYS.operator }],
+    ['/console/sign-out', { _csrf: ['x'] }],
+    ['/console/jobs/00000000-0000-4000-8000-000000000000/attempts/00000000-0000-4000-8000-000000000001/resolution', { _csrf: {}, outcome: 'failed', reason: 1 }],
+    ['/console/jobs/00000000-0000-4000-8000-000000000000/effects/message.send/resolution', { _csrf: null, outcome: 'failed', reason: true }],
+  ])('takes forms only: a JSON body to %s is a 415, never a 5xx, and changes nothing', async (url, body) => {
+    // Arrange: the cookies a browser would send (the sign-in token, or a session)
+    const signInPage = await stack.app.inject({ method: 'GET', url: '/console/sign-in', headers: HTML });
+    const cookie = url === '/console/sign-in' ? `onceflow_console_sign_in=${setCookies(signInPage).get('onceflow_console_sign_in')!.value}` : (await signIn(stack.app, KEYS.operator)).cookie;
+    const before = await sessionCount();
+
+    // Act
+    const response = await stack.app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json', accept: 'application/json', cookie }, payload: JSON.stringify(body) });
+
+    // Assert
+    expect(response.statusCode).toBe(415);
+    expect(response.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(await sessionCount()).toBe(before);
+  });
+
   it('refuses a tenant key at sign-in: 403, no session, no cookie', async () => {
     // Arrange
     const before = await sessionCount();
