@@ -48,6 +48,16 @@ export interface OnceflowConfig {
      * sized from it would be 10 workflows, fewer than the jobs in flight.
      */
     cachedWorkflows: number;
+    /**
+     * How long one call into a workflow's sandbox may run before the SDK stops
+     * it (its isolateExecutionTimeout, 5 s by default). Node counts this time
+     * on the clock, so a process that stands still (SIGSTOP, a frozen VM or
+     * container) for longer trips it; a stop that lands in a cancellation scope
+     * (every condition(fn, ms)) then aborts the whole process with "async hook
+     * stack has become corrupted". Long, so that only a workflow stuck in a
+     * loop reaches it.
+     */
+    isolateTimeoutMs: number;
   };
   api: {
     host: string;
@@ -195,6 +205,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): OnceflowConfig
       searchAttributes: int(env, 'ONCEFLOW_SEARCH_ATTRIBUTES', 1, 0, 1) === 1,
       warmUp: int(env, 'ONCEFLOW_WORKER_WARM_UP', 1, 0, 1) === 1,
       cachedWorkflows: int(env, 'ONCEFLOW_WORKER_CACHED_WORKFLOWS', 500, 2),
+      isolateTimeoutMs: int(env, 'ONCEFLOW_WORKFLOW_ISOLATE_TIMEOUT_MS', 60_000, 1_000, 4_294_967_295),
     },
     api: {
       host,

@@ -1,12 +1,12 @@
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { NativeConnection, Worker, type CompiledWorkerOptions, type WorkerOptions } from '@temporalio/worker';
 import type { Activities } from '../activities';
 import type { OnceflowConfig } from '../config';
 import { prebuiltWorkflows } from './bundle';
 
 export interface WorkerDeps {
   connection: NativeConnection;
-  /** The namespace, task queue, sticky queue timeout and workflow cache size the worker runs with. */
-  temporal: Pick<OnceflowConfig['temporal'], 'namespace' | 'taskQueue' | 'stickyQueueTimeoutMs' | 'cachedWorkflows'>;
+  /** The namespace, task queue, sticky queue timeout, workflow cache size and isolate deadline the worker runs with. */
+  temporal: Pick<OnceflowConfig['temporal'], 'namespace' | 'taskQueue' | 'stickyQueueTimeoutMs' | 'cachedWorkflows' | 'isolateTimeoutMs'>;
   activities: Activities;
   /** A prebuilt workflow bundle (tests build one per run); otherwise the one `npm run build` made, or the sources bundled now. */
   workflowBundle?: WorkerOptions['workflowBundle'];
@@ -24,6 +24,17 @@ export function createWorker(deps: WorkerDeps): Promise<Worker> {
     stickyQueueScheduleToStartTimeout: temporal.stickyQueueTimeoutMs,
     // Set, not left to the SDK: its default follows the heap limit (10 workflows under scripts/node-service's cap).
     maxCachedWorkflows: temporal.cachedWorkflows,
+    // Not the SDK's 5 s: a pause of the process longer than that, during an activation, aborted the worker (see isolateTimeoutMs).
+    ...isolateExecutionTimeout(temporal.isolateTimeoutMs),
     ...(deps.workflowBundle ? { workflowBundle: deps.workflowBundle } : prebuiltWorkflows()),
   });
+}
+
+/**
+ * The SDK's isolateExecutionTimeout. SDK 1.24 leaves it out of WorkerOptions'
+ * type ("not exposed at the moment", CompiledWorkerOptions has it) but takes it:
+ * Worker.create spreads the options it is given over its defaults.
+ */
+function isolateExecutionTimeout(ms: number): Pick<CompiledWorkerOptions, 'isolateExecutionTimeout'> {
+  return { isolateExecutionTimeout: ms };
 }
