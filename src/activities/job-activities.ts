@@ -1,3 +1,4 @@
+import { Context } from '@temporalio/activity';
 import { eligibility } from '../contracts/eligibility';
 import { inTransaction } from '../db/pool';
 import { finishJobLocked } from '../effects/finish';
@@ -29,6 +30,18 @@ import type { PoolClient } from 'pg';
 import type { ActivityDeps } from './deps';
 
 type Step = JobAction;
+
+/** What a workflow of an earlier run of a reopened job is told at its next step: its run is over. */
+export const SUPERSEDED = 'superseded';
+
+/** The workflow whose activity this is, or undefined when called outside one (tests, tools). */
+function callingWorkflowId(): string | undefined {
+  try {
+    return Context.current().info.workflowExecution?.workflowId;
+  } catch {
+    return undefined;
+  }
+}
 
 /**
  * When a provider may take the job's next attempt: its backoff (doubling with
@@ -126,13 +139,15 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
    */
   async function advance(
     tx: PoolClient,
-    request: { jobId: string; attemptId: string; send?: boolean },
+    request: { jobId: string; attemptId: string; send?: boolean; workflowId?: string },
     /** What the caller must do once this commits: `blocked`, an attempt became unknown here. */
     notes: { blocked?: boolean },
   ): Promise<Step & { toSend?: { attempt: AttemptRecord; input: Record<string, unknown>; deadlineLeftMs: number | null }; endedHere?: true; deadlineLeftMs?: number | null }> {
     const job = await lockJobRow(tx, request.jobId, { withInput: request.send });
     // Removed by retention: there is nothing left to drive.
     if (!job) return { kind: 'terminal', status: 'removed' };
+    // A reopened job's run is driven by its own workflow: an earlier run's, running again (its last task retried), ends here and touches nothing.
+    if (request.workflowId !== undefined && request.workflowId !== job.workflowId) return { kind: 'terminal', status: SUPERSEDED };
     if (job.terminal) return { kind: 'terminal', status: job.status };
     // An accepted job becomes running as its first attempt opens (openAttemptLocked), in the same statement.
     const operation = deps.operations.get(job.operation);
@@ -306,7 +321,8 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
      */
     async advanceJob(request: { jobId: string; attemptId: string; send?: boolean }): Promise<JobStep> {
       const notes: { blocked?: boolean } = {};
-      const { toSend, endedHere, deadlineLeftMs, ...action } = await inTransaction(db, (tx) => advance(tx, request, notes));
+      const asked = { ...request, workflowId: callingWorkflowId() };
+      const { toSend, endedHere, deadlineLeftMs, ...action } = await inTransaction(db, (tx) => advance(tx, asked, notes));
       if (endedHere) await afterJobEnded(db, metrics, request.jobId);
       if (notes.blocked) await afterJobBlocked(db, request.jobId);
       // A call's timeouts are the attempt timeout, or the time left before the caller's deadline when that is shorter.

@@ -21,6 +21,8 @@ export interface LockedJob {
   routeVersion: string | null;
   /** The job's current run: its attempts are the ones the attempt cap counts. */
   run: number;
+  /** The workflow that drives the current run (a reopened job's run has a workflow of its own). */
+  workflowId: string;
   /** The job's input, when asked for. */
   input?: Record<string, unknown>;
 }
@@ -43,11 +45,12 @@ export async function lockJobRow(tx: PoolClient, jobId: string, opts: { withInpu
     completed_by: string | null;
     route_version: string | null;
     run: number;
+    workflow_id: string;
     deadline_left_ms: string | null;
     input?: Record<string, unknown>;
   }>(
     prepared(
-      `SELECT id, operation, status, version, terminal_at IS NOT NULL AS terminal, completed_by, route_version, run, ${DEADLINE_LEFT_MS} AS deadline_left_ms${opts.withInput ? ', input' : ''}
+      `SELECT id, operation, status, version, terminal_at IS NOT NULL AS terminal, completed_by, route_version, run, workflow_id, ${DEADLINE_LEFT_MS} AS deadline_left_ms${opts.withInput ? ', input' : ''}
      FROM jobs WHERE id = $1 FOR UPDATE`,
       [jobId],
     ),
@@ -63,6 +66,7 @@ export async function lockJobRow(tx: PoolClient, jobId: string, opts: { withInpu
     completedBy: row.completed_by,
     routeVersion: row.route_version,
     run: row.run,
+    workflowId: row.workflow_id,
     deadlineLeftMs: row.deadline_left_ms === null ? null : Number(row.deadline_left_ms),
     ...(row.input ? { input: row.input } : {}),
   };

@@ -896,4 +896,12 @@ export const GUARDS: Guard[] = [
     replace: '',
     tests: ['test/worker/worker-options.test.ts'],
   },
+  {
+    name: "only the current run's workflow drives a reopened job (an earlier run's, running again, ends at its next step)",
+    file: 'src/activities/job-activities.ts',
+    find: 'if (request.workflowId !== undefined && request.workflowId !== job.workflowId)',
+    replace: 'if (request.workflowId !== undefined && false)',
+    tests: ['test/jobs/reopen-failed.test.ts'],
+    testNamePattern: 'only the new run',
+  },
 ];

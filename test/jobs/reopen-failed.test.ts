@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createRegistry } from '../../src/operations/registry';
 import { ProviderCallError, type ProviderAdapter } from '../../src/providers/types';
+import { JOB_WORKFLOW, JOB_WORKFLOW_REVISION } from '../../src/temporal/contract';
 import { auth, isTerminalJob, KEYS, readJob, startTestStack, waitForJob, type TestStack } from '../harness/stack';
 
 const demo = createRegistry();
@@ -57,7 +58,7 @@ describe('reopenFailed: the same intent after a failed job starts its next run',
   afterAll(() => stack.close());
 
   /** A job of `operation` whose first run failed (every attempt refused), with no effect claimed. */
-  async function failedJob(key: string, opts: { operation?: string; ticketId?: string } = {}) {
+  async function failedJob(key: string, opts: { operation?: string; ticketId?: string; message?: string } = {}) {
     providers.down();
     const created = await submit(stack, key, opts);
     expect(created.statusCode).toBe(202);
@@ -205,4 +206,30 @@ describe('reopenFailed: the same intent after a failed job starts its next run',
     expect(retried.statusCode).toBe(200);
     expect(retried.json()).toMatchObject({ id: failed.id, status: 'failed', run: 1 });
   });
+
+  it("lets only the new run's workflow drive a reopened job: the previous run's, running again, ends at its next step", async () => {
+    // Arrange: run 1 failed; run 2's attempt takes 1.5 s at the primary
+    const key = randomUUID();
+    const message = 'Slow second run @sim(sim-primary:delay=1500)';
+    const failed = await failedJob(key, { ticketId: 'T-reopen-twice', message });
+    const retried = await submit(stack, key, { ticketId: 'T-reopen-twice', message });
+    expect(retried.statusCode).toBe(202);
+
+    // Act: while run 2's attempt is in flight, run 1's workflow runs again (its last task retried after the reopen)
+    await waitForJob(stack, failed.id, (job) => job.attempts.some((a: any) => a.run === 2 && a.status === 'running'));
+    const stale = await stack.temporal.client.workflow.start(JOB_WORKFLOW, {
+      taskQueue: stack.workflows.taskQueue,
+      workflowId: failed.workflowId,
+      args: [{ jobId: failed.id, revision: JOB_WORKFLOW_REVISION }],
+    });
+    const staleEnded = await stale.result();
+    const done = await waitForJob(stack, failed.id, isTerminalJob);
+
+    // Assert: the stale workflow touched nothing; run 2's attempt was never taken for a lost one
+    expect(staleEnded).toBe('superseded');
+    expect(done).toMatchObject({ status: 'succeeded', run: 2 });
+    expect(done.attempts.filter((a: any) => a.run === 2).map((a: any) => a.status)).toEqual(['succeeded']);
+    expect(done.events.map((e: any) => e.type)).not.toContain('attempt.unknown');
+  });
 });
+
