@@ -25,6 +25,8 @@ export interface GatewayRoundOptions {
   minutes?: number;
   keep: boolean;
   json?: string;
+  /** Keep each job's workflow history here, for the replay gate. */
+  histories?: string;
   log: (line: string) => void;
   started: number;
   interrupted: () => boolean;
@@ -44,7 +46,7 @@ export async function runGatewayRound(supervisor: Supervisor, options: GatewayRo
   try {
     stack = await startStack(supervisor, { log, keepRunDir: options.keep, extraEnv: env, providersYaml: gatewayProvidersYaml });
     options.onStack(stack);
-    const ctx: GatewayContext = { stack, windows: [], log, gateway: { downstream, secret, operations: operations.registry, effect: operations.effect } };
+    const ctx: GatewayContext = { stack, windows: [], log, ...(options.histories ? { historiesDir: options.histories } : {}), gateway: { downstream, secret, operations: operations.registry, effect: operations.effect } };
     const runs = options.trialNumbers.flatMap((trial) => Array.from({ length: options.repeat }, (_, k) => ({ trial, tag: k === 0 ? '' : `r${k}` })));
     const jobs = runs.map(({ trial, tag }) => {
       const plan = drawGatewayPlan(options.seed, trial, tag);

@@ -6,6 +6,7 @@
  */
 import { ApiClient } from '../api-client';
 import { sleep, type RunContext, type TrialEvent } from '../context';
+import { saveHistory } from '../histories';
 import { TERMINAL } from '../job-view';
 import { SETTINGS } from '../settings';
 import { awaitLeftovers, runBudget } from './budget-run';
@@ -118,6 +119,13 @@ async function execute(ctx: GatewayContext, plan: GatewayPlan, options: { settle
   await replay(ctx, made, intents, client, token, deadline);
 
   record.observation = await observeTrial(ctx, plan, made, client, settled, startedAt, initialServing);
+  if (ctx.historiesDir) {
+    // For the replay gate: every job's current run (hedges, backoffs, reopened runs, canary steps all shape the workflow's commands).
+    for (const job of record.observation.jobs) {
+      const problem = await saveHistory(stack.temporal, ctx.historiesDir, plan.trial, job.workflowId);
+      if (problem) note(problem);
+    }
+  }
   record.violations = checkGatewayTrial(record.observation);
   judgeGatewayRan(record, settled);
 }
