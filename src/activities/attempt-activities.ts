@@ -101,7 +101,9 @@ export function createAttemptActivities(deps: ActivityDeps) {
     const first = operation.effects?.[0];
     const claim = first && claimFor ? { name: first, owner: claimFor.owner, leaseMs: deps.effectTimeoutMs } : undefined;
     const hedged = operation.retry?.hedge !== undefined;
-    const { outcome, claimed, usageRecorded, ended } = await commitAndClaim(db, attempt, check.output, { terminal: !first, ...(claim ? { claim } : {}), ...(usage ? { usage } : {}), ...(hedged ? { hedged } : {}) });
+    // Without effects the win is the job's end: its result is what finalize makes of the output (no receipts).
+    const result = !first && operation.finalize ? { result: operation.finalize(check.output as never, {}) } : {};
+    const { outcome, claimed, usageRecorded, ended } = await commitAndClaim(db, attempt, check.output, { terminal: !first, ...result, ...(claim ? { claim } : {}), ...(usage ? { usage } : {}), ...(hedged ? { hedged } : {}) });
     // What the commit recorded is counted as it came back: no read of the attempt after it.
     if (usageRecorded) countUsage(attempt, usageRecorded);
     // A win that ended the job (no effects), live or found by a lookup: counted and its route version checked, as every terminal write is.

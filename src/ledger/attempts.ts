@@ -318,6 +318,8 @@ export async function commitAttemptResult(db: Pool, attemptId: string, output: u
 /** What an answer offered to the result slot comes with. */
 export interface CommitOptions {
   terminal: boolean;
+  /** With `terminal`: the job's result (the operation's finalize of the output), when it is not the output itself. */
+  result?: unknown;
   claim?: { name: string; owner: string; leaseMs: number };
   usage?: AttemptUsage;
   /**
@@ -356,7 +358,7 @@ export interface CommitResult {
 /** The compare-and-swap that lets an answer into the result slot; the condition of the slot comes after it. */
 const WIN_SET = `UPDATE jobs SET output = $3::jsonb, completed_by = $2, version = version + 1, updated_at = now(),
             status = CASE WHEN $5::boolean THEN 'succeeded' ELSE 'running' END,
-            result = CASE WHEN $5::boolean THEN $3::jsonb ELSE NULL END,
+            result = CASE WHEN $5::boolean THEN $6::jsonb ELSE NULL END,
             terminal_at = CASE WHEN $5::boolean THEN now() ELSE NULL END
      WHERE id = $1 AND completed_by IS NULL`;
 /**
@@ -387,7 +389,7 @@ export async function commitAndClaimLocked(
   // or terminal write ends the job), whatever its siblings did meanwhile.
   // The update locks the job row first, as every transition does.
   const won = await tx.query(
-    prepared(opts.hedged === true ? WIN_HEDGED : WIN, [attempt.jobId, attempt.id, JSON.stringify(output), attempt.jobVersion, opts.terminal]),
+    prepared(opts.hedged === true ? WIN_HEDGED : WIN, [attempt.jobId, attempt.id, JSON.stringify(output), attempt.jobVersion, opts.terminal, opts.terminal ? JSON.stringify(opts.result === undefined ? output : opts.result) : null]),
   );
   if (won.rowCount === 1) {
     const { rowCount } = await tx.query(

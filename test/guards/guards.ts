@@ -904,4 +904,11 @@ export const GUARDS: Guard[] = [
     tests: ['test/jobs/reopen-failed.test.ts'],
     testNamePattern: 'only the new run',
   },
+  {
+    name: "a job without effects gets the result its operation's finalize makes",
+    file: 'src/activities/attempt-activities.ts',
+    find: 'const result = !first && operation.finalize ? { result: operation.finalize(check.output as never, {}) } : {};',
+    replace: 'const result = {};',
+    tests: ['test/jobs/finalize.test.ts'],
+  },
 ];
