@@ -3,7 +3,8 @@
  * `onceflow keys list [--json]`
  * `onceflow keys revoke ID [--json]`
  *
- * API keys in the database at DATABASE_URL. A created key is printed once;
+ * API keys in the database at DATABASE_URL (else the one of the stack
+ * `npm start` runs in this checkout). A created key is printed once;
  * only the hash of its secret is kept. A revoked key is refused from the
  * API's next request on.
  */
@@ -13,6 +14,7 @@ import { assertReachable, createPool } from '../db/pool';
 import { KEY_ID_PATTERN, KeyRole } from '../keys/api-key';
 import { ApiKeyError, createApiKey, listApiKeys, revokeApiKey, type ApiKeyRecord } from '../ledger/api-keys';
 import { ExitCode, table, UsageError, when, type CliIo } from './io';
+import { readStackFile, stackFilePath } from '../stack/stack-file';
 
 export const KEYS_USAGE = `usage: onceflow keys create --principal NAME [--role tenant|operator] [--json]
        onceflow keys list [--json]
@@ -48,8 +50,9 @@ export async function keysCommand(command: string | undefined, args: string[], i
     throw new UsageError(`unknown command keys ${command ?? ''}`.trim());
   }
 
-  const databaseUrl = io.env.DATABASE_URL;
-  if (!databaseUrl) throw new UsageError('DATABASE_URL is not set');
+  // On the dev stack, its database: npm start says where it is (stack-file.ts).
+  const databaseUrl = io.env.DATABASE_URL || readStackFile(stackFilePath(io.env))?.databaseUrl;
+  if (!databaseUrl) throw new UsageError('DATABASE_URL is not set, and no stack started by npm start is running in this checkout (it writes .data/stack.json): set DATABASE_URL to the database the API uses');
   const db = createPool(databaseUrl, { max: 1 });
   try {
     await assertReachable(db, databaseUrl);

@@ -21,6 +21,7 @@ import { LISTABLE_STATUSES, type ListableStatus } from '../ledger/job-list';
 import { OnceflowApiError, OnceflowClient, OnceflowUnavailableError, type Job, type JobPage, type NewCanary, type RouteOperations, type RouteVersion, type Verification } from '../client';
 import { LIMIT_PATTERN } from '../api/schemas';
 import { ExitCode, table, UsageError, when, type CliIo } from './io';
+import { readStackFile, stackFilePath } from '../stack/stack-file';
 
 export const OPERATOR_USAGE = `usage: onceflow jobs list --status STATUS [--principal P] [--operation O] [--limit N] [--cursor C] [--json]
        onceflow jobs show JOB [--json]
@@ -93,9 +94,11 @@ interface Shown {
 type Prepared = { client: OnceflowClient; json: boolean; finish(client: OnceflowClient): Promise<Shown> };
 
 function connect(values: { url?: string; key?: string }, io: CliIo): OnceflowClient {
-  const apiKey = values.key ?? io.env.ONCEFLOW_KEY;
+  // On the dev stack, its API and operator key: npm start says where they are (stack-file.ts).
+  const stack = values.key === undefined || values.url === undefined ? readStackFile(stackFilePath(io.env)) : undefined;
+  const apiKey = values.key ?? io.env.ONCEFLOW_KEY ?? stack?.operatorKey;
   if (!apiKey) throw new UsageError('no API key: pass --key or set ONCEFLOW_KEY (an operator key)');
-  const baseUrl = values.url ?? io.env.ONCEFLOW_URL ?? DEFAULT_URL;
+  const baseUrl = values.url ?? io.env.ONCEFLOW_URL ?? stack?.apiUrl ?? DEFAULT_URL;
   if (!/^https?:\/\/[^/]/.test(baseUrl)) throw new UsageError(`--url ${baseUrl} is not an http(s) URL`);
   return new OnceflowClient({ baseUrl, apiKey, fetch: io.fetch, maxRetries: 2 });
 }

@@ -25,12 +25,41 @@ import { verifyAtStart } from './verify-at-start';
 import { loadOperations } from '../operations/load';
 import { loadTemporalDevConfig, startDevServer, startDevServerByDownload } from './temporal-dev';
 import { resolveTemporalCli } from './tools';
+import { removeStackFile, stackFilePath, writeStackFile } from './stack-file';
+import type { OperationRegistry } from '../operations/registry';
 
 const log = (line: string): void => console.log(`onceflow: ${line}`);
 const warn = (line: string): void => console.error(`onceflow: WARNING: ${line}`);
 
 /** What start-up has started, stopped last-first; a named part says when it has stopped. */
 type Stops = Array<{ name?: string; stop: () => Promise<void> }>;
+
+/**
+ * What `npm start` sets unless the environment does: timeouts short enough
+ * that the demo's unknown attempts and stale effects resolve in seconds (the
+ * defaults of `npm run api` and `npm run worker` are for production).
+ */
+export const DEV_STACK_DEFAULTS = {
+  ONCEFLOW_ATTEMPT_TIMEOUT_MS: '5000',
+  ONCEFLOW_RECONCILE_INTERVAL_MS: '5000',
+  ONCEFLOW_HEARTBEAT_TIMEOUT_MS: '3000',
+  ONCEFLOW_WORKFLOW_TASK_TIMEOUT_MS: '3000',
+  ONCEFLOW_EFFECT_LEASE_MS: '5000',
+} as const;
+
+const operatorKeyOf = (env: NodeJS.ProcessEnv): string | undefined => parseApiKeys(undefined, env.ONCEFLOW_OPERATOR_KEYS).operatorKeys[0];
+
+/** The banner's examples: one submission of each operation loaded (up to three), with its newest version's example input. */
+function tryLines(apiUrl: string, demoKey: string | undefined, operations: OperationRegistry): string {
+  const examples = [...operations.values()].slice(0, 3).map((operation, index) => {
+    const version = operation.versions[operation.versions.length - 1]!;
+    const body = JSON.stringify({ operation: operation.name, input: version.example });
+    return `  ${index === 0 ? 'Try:' : '    '}  curl -s -X POST ${apiUrl}/v1/jobs -H 'Authorization: Bearer ${demoKey ?? '<your key>'}' \\
+          -H 'Idempotency-Key: try-${index + 1}' -H 'Content-Type: application/json' -H 'Prefer: wait=10' \\
+          -d '${body.replace(/'/g, "'\\''")}'`;
+  });
+  return examples.join('\n');
+}
 
 runMain('onceflow', async (signal) => {
   const stops: Stops = [];
@@ -60,14 +89,8 @@ async function start(stops: Stops, stopAll: () => Promise<void>, signal: AbortSi
   };
   // Short timeouts on the dev stack, so the demo's unknown attempts and stale
   // effects resolve in seconds; any of them set in the environment wins.
-  const env: NodeJS.ProcessEnv = {
-    ONCEFLOW_ATTEMPT_TIMEOUT_MS: '5000',
-    ONCEFLOW_RECONCILE_INTERVAL_MS: '5000',
-    ONCEFLOW_HEARTBEAT_TIMEOUT_MS: '3000',
-    ONCEFLOW_WORKFLOW_TASK_TIMEOUT_MS: '3000',
-    ONCEFLOW_EFFECT_LEASE_MS: '5000',
-    ...process.env,
-  };
+  const env: NodeJS.ProcessEnv = { ...DEV_STACK_DEFAULTS, ...process.env };
+  const devDefaults = Object.keys(DEV_STACK_DEFAULTS).filter((name) => process.env[name] === undefined);
   // Before anything starts: a wrong operations file stops the start with every problem in it.
   const loaded = loadOperations(env.ONCEFLOW_OPERATIONS_FILE || undefined);
   let demoKey: string | undefined;
@@ -149,6 +172,11 @@ async function start(stops: Stops, stopAll: () => Promise<void>, signal: AbortSi
   stops.push({ name: 'the API', stop: api.close });
   step(api);
 
+  // The CLI of this checkout finds the database, the API and the operator key here (stack-file.ts).
+  const stackFile = stackFilePath(env);
+  writeStackFile(stackFile, { databaseUrl: config.databaseUrl!, apiUrl: api.url, ...(operatorKeyOf(env) ? { operatorKey: operatorKeyOf(env)! } : {}) });
+  stops.push({ stop: async () => removeStackFile(stackFile) });
+
   log('ready');
   console.log(`
   API            ${api.url}   (docs: ${api.url}/docs)
@@ -156,13 +184,10 @@ async function start(stops: Stops, stopAll: () => Promise<void>, signal: AbortSi
   Console        ${api.url}/console   (sign in with an operator key)
   Temporal UI    ${uiLine ?? config.temporal.uiUrl}
   Metrics        ${api.url}/metrics (API), ${workerMetricsServer.url} (worker)
-${demoKey ? `  demo API key   ${demoKey}   (principal "demo"; printed once)\n  operator key   ${parseApiKeys(undefined, env.ONCEFLOW_OPERATOR_KEYS).operatorKeys[0]}\n` : ''}
-  Try:  curl -s -X POST ${api.url}/v1/jobs \\
-          -H 'Authorization: Bearer ${demoKey ?? '<your key>'}' -H 'Idempotency-Key: demo-1' \\
-          -H 'Content-Type: application/json' -H 'Prefer: wait=10' \\
-          -d '{"operation":"support.reply","input":{"ticketId":"T-1","customerMessage":"Where is my order?","channel":"email"}}'
-        and the read-only one: -H 'Idempotency-Key: demo-2' \
-          -d '{"operation":"ticket.summarize","input":{"ticketId":"T-2","text":"The screen arrived cracked."}}'
+${demoKey ? `  demo API key   ${demoKey}   (principal "demo"; printed once)\n  operator key   ${operatorKeyOf(env)}\n` : ''}
+  Database       ${redactUrl(config.databaseUrl!)}   (onceflow keys and the operator's commands of this checkout find it, the API and the operator key in ${path.relative(process.cwd(), stackFile) || stackFile})
+${devDefaults.length ? `  Dev timeouts   ${devDefaults.map((name) => `${name}=${DEV_STACK_DEFAULTS[name as keyof typeof DEV_STACK_DEFAULTS]}`).join(' ')}   (npm start's own; set one to override it)\n` : ''}
+${tryLines(api.url, demoKey, operations)}
 
   Ctrl-C stops everything.
 `);

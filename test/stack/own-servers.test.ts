@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../../src/stack/temporal-dev';
@@ -33,6 +33,7 @@ describe('npm start with its own PostgreSQL and Temporal dev server', () => {
       SIM_PRIMARY_PORT: '0',
       SIM_BACKUP_PORT: '0',
       SIM_DOWNSTREAM_PORT: '0',
+      ONCEFLOW_STACK_FILE: path.join(dataDir, 'stack.json'),
     });
     await stack.waitFor('Ctrl-C stops everything');
   }, 120_000);
@@ -75,6 +76,22 @@ describe('npm start with its own PostgreSQL and Temporal dev server', () => {
     expect(await clientModule.text()).toContain('IntentClient');
   });
 
+  it('tells the command line of the checkout where its database, API and operator key are, while it runs', async () => {
+    // Act
+    const written = JSON.parse(readFileSync(path.join(dataDir, 'stack.json'), 'utf8'));
+
+    // Assert
+    expect(written).toMatchObject({ apiUrl: apiUrl(), databaseUrl: expect.stringMatching(new RegExp(`^postgres(ql)?://.*:${ports.pg}/onceflow`)), operatorKey: expect.stringMatching(/^k_operator_/) });
+    expect(statSync(path.join(dataDir, 'stack.json')).mode & 0o777).toBe(0o600);
+  });
+
+  it('prints an example submission of each operation it loaded, and the timeouts it shortens', () => {
+    // Assert
+    const banner = stack.lines.join('\n');
+    for (const operation of ['support.reply', 'ticket.summarize']) expect(banner).toContain(`"operation":"${operation}"`);
+    expect(banner).toMatch(/Dev timeouts\s+ONCEFLOW_ATTEMPT_TIMEOUT_MS=5000/);
+  });
+
   it('serves no Temporal Web UI with TEMPORAL_UI=0', async () => {
     // Assert
     expect(await listening(ports.temporal)).toBe(true);
@@ -113,6 +130,7 @@ describe('npm start with its own PostgreSQL and Temporal dev server', () => {
     ]);
     expect(below.filter(alive)).toEqual([]);
     for (const port of [ports.pg, ports.temporal, ports.metrics, apiPort]) expect(await listening(port)).toBe(false);
+    expect(existsSync(path.join(dataDir, 'stack.json'))).toBe(false);
   }, 60_000);
 });
 
