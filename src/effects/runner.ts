@@ -8,6 +8,7 @@ import {
   lockJobOfEffect,
   noteEffectAmbiguous,
   noteEffectNotPerformed,
+  noteLookup,
   noteLookupFailure,
   renewLease,
   settleEffectLocked,
@@ -257,6 +258,7 @@ export function createEffectRunner(deps: EffectRunnerDeps) {
             error: { class: 'lookup_failing', detail: `the receipt lookup failed ${failures} times (last: ${message.slice(0, 300)}), and repeating is not safe: an operator must decide` },
           });
         }
+        await noteLookup(db, effect.id, call.owner, found.found);
         if (found.found) {
           metrics.receiptsFound.inc({ effect: name });
           metrics.effectsRecovered.inc({ effect: name, result: 'receipt_found' });

@@ -210,13 +210,20 @@ export async function beginEffectTry(db: Queryable, effectId: string, owner: str
 export async function noteEffectNotPerformed(db: Pool, effectId: string, owner: string, error: Record<string, unknown>, retryInMs?: number): Promise<boolean> {
   return inTransaction(db, async (tx) => {
     await lockJobOfEffect(tx, effectId);
-    const { rowCount } = await tx.query(
-      `UPDATE effects SET phase = 'not_performed', error = $3, updated_at = now(),
-              lease_expires_at = CASE WHEN $4::bigint IS NULL THEN lease_expires_at ELSE now() + $4 * interval '1 millisecond' END
-       WHERE id = $1 AND status = 'pending' AND lease_owner = $2 AND phase = 'sending'`,
+    const { rows } = await tx.query(
+      `WITH noted AS (
+         UPDATE effects SET phase = 'not_performed', error = $3, updated_at = now(),
+                lease_expires_at = CASE WHEN $4::bigint IS NULL THEN lease_expires_at ELSE now() + $4 * interval '1 millisecond' END
+          WHERE id = $1 AND status = 'pending' AND lease_owner = $2 AND phase = 'sending'
+          RETURNING job_id, name, tries
+       ), event AS (
+         INSERT INTO job_events (job_id, type, detail)
+         SELECT job_id, '${JobEventType.effectNotPerformed}', jsonb_build_object('name', name, 'try', tries) || $3::jsonb FROM noted
+       )
+       SELECT 1 FROM noted`,
       [effectId, owner, JSON.stringify(error), retryInMs ?? null],
     );
-    return rowCount === 1;
+    return rows.length === 1;
   });
 }
 
@@ -224,7 +231,27 @@ export async function noteEffectNotPerformed(db: Pool, effectId: string, owner: 
 export async function noteEffectAmbiguous(db: Pool, effectId: string, owner: string, error: Record<string, unknown>): Promise<void> {
   await inTransaction(db, async (tx) => {
     await lockJobOfEffect(tx, effectId);
-    await tx.query(`UPDATE effects SET error = $3, updated_at = now() WHERE id = $1 AND status = 'pending' AND lease_owner = $2`, [effectId, owner, JSON.stringify(error)]);
+    await tx.query(
+      `WITH noted AS (
+         UPDATE effects SET error = $3, updated_at = now() WHERE id = $1 AND status = 'pending' AND lease_owner = $2
+          RETURNING job_id, name, tries
+       )
+       INSERT INTO job_events (job_id, type, detail)
+       SELECT job_id, '${JobEventType.effectAmbiguous}', jsonb_build_object('name', name, 'try', tries) || $3::jsonb FROM noted`,
+      [effectId, owner, JSON.stringify(error)],
+    );
+  });
+}
+
+/** Records what a receipt lookup answered (found or not): the effect shows its last lookup, failed or not. */
+export async function noteLookup(db: Pool, effectId: string, owner: string, found: boolean): Promise<void> {
+  await inTransaction(db, async (tx) => {
+    await lockJobOfEffect(tx, effectId);
+    await tx.query(`UPDATE effects SET last_lookup = jsonb_build_object('at', now(), 'found', $3::boolean), updated_at = now() WHERE id = $1 AND status = 'pending' AND lease_owner = $2`, [
+      effectId,
+      owner,
+      found,
+    ]);
   });
 }
 

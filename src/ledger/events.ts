@@ -19,6 +19,10 @@ export const JobEventType = {
   raceLost: 'attempt.race_lost',
   fallbackSkipped: 'route.fallback_skipped',
   effectClaimed: 'effect.claimed',
+  /** A try whose outcome only a receipt can tell (a reset, a timeout, a 5xx): what it met, for the job's story. */
+  effectAmbiguous: 'effect.ambiguous',
+  /** A try the downstream turned away (429, 503, refused): tried again later. */
+  effectNotPerformed: 'effect.not_performed',
   effectSettled: 'effect.settled',
   effectRecovered: 'effect.recovered',
   effectNeedsReview: 'effect.needs_review',

@@ -77,6 +77,9 @@ describe('the message of support.reply', () => {
     expect(job.result.messageId).toBe(sent[0]!.messageId);
     expect(job.effects[0]).toMatchObject({ status: 'succeeded', owners: 2, receipt: { messageId: sent[0]!.messageId, foundBy: 'lookup' } });
     expect(job.events.map((e: any) => e.type)).toEqual(expect.arrayContaining(['effect.claimed', 'effect.recovered', 'effect.settled']));
+    // What the first try met, and how recovery settled it, are in the job itself.
+    expect(job.events.find((e: any) => e.type === 'effect.ambiguous')?.detail).toMatchObject({ name: 'message.send', try: 1, class: 'connection_lost' });
+    expect(job.effects[0]).toMatchObject({ tries: 1, lastLookup: expect.objectContaining({ found: true }) });
   });
 
   it('is sent once when the worker dies between the send and the ledger write', async () => {
