@@ -136,8 +136,8 @@ export const GUARDS: Guard[] = [
   {
     name: 'the workflow ends only when the ledger says the job is terminal',
     file: 'src/workflows/attempt-steps.ts',
-    find: "if (report.status !== 'unknown' || report.jobTerminal) return;",
-    replace: "if (report.status !== 'unknown' || report.jobTerminal) throw new (require('@temporalio/workflow').ContinueAsNew)();",
+    find: "if (report.status !== 'unknown' || report.jobTerminal || report.othersMoved) return;",
+    replace: "if (report.status !== 'unknown' || report.jobTerminal || report.othersMoved) throw new (require('@temporalio/workflow').ContinueAsNew)();",
     tests: ['test/faults/attempt-races.test.ts'],
     testNamePattern: 'resolution that lands',
   },
@@ -231,7 +231,7 @@ export const GUARDS: Guard[] = [
   },
   {
     name: 'a job is counted ended only once it is terminal',
-    file: 'src/metrics/job-outcomes.ts',
+    file: 'src/ledger/job-ended.ts',
     find: 'FROM jobs j WHERE j.id = $1 AND j.terminal_at IS NOT NULL`',
     replace: 'FROM jobs j WHERE j.id = $1`',
     tests: ['test/metering/job-outcomes.test.ts'],
