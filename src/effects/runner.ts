@@ -139,8 +139,13 @@ export function createEffectRunner(deps: EffectRunnerDeps) {
     return { status, leaseRemainingMs: 0, jobTerminal: outcome !== 'open', jobStatus: outcome === 'open' ? 'running' : outcome, ...fields };
   }
 
-  /** Performs an effect its caller holds the lease of, and settles what can be settled. */
-  async function execute(effect: EffectRecord, call: EffectCall, known?: EffectContext): Promise<EffectState> {
+  /**
+   * Performs an effect its caller holds the lease of, and settles what can be
+   * settled. `maybePerformed`: an earlier try may have acted and nothing proved
+   * it did not (a repeat after lookups that could not answer), so a "no" from
+   * the downstream proves nothing either: it goes to review, never to failed.
+   */
+  async function execute(effect: EffectRecord, call: EffectCall, known?: EffectContext, maybePerformed = false): Promise<EffectState> {
     const adapter = adapterFor(effect.name);
     const context = known ?? (await contextFor(effect.jobId, effect, call.signal));
     if (adapter.performInTransaction) {
@@ -168,6 +173,7 @@ export function createEffectRunner(deps: EffectRunnerDeps) {
           return settle(effect, call.owner, 'succeeded', { receipt: result.receipt }, context);
         case 'rejected':
           metrics.downstreamFailures.inc({ effect: effect.name, class: result.class });
+          if (maybePerformed) return settle(effect, call.owner, 'needs_review', { error: { class: 'repeat_rejected', detail: `an earlier try may have acted (its lookup could not tell), and the repeat was turned away: ${result.detail}` } }, context);
           return settle(effect, call.owner, 'failed', { error: { class: result.class, detail: result.detail } }, context);
         case 'ambiguous':
           // It may have happened: the claim stays pending; recovery asks for the receipt once the lease runs out.
@@ -177,6 +183,7 @@ export function createEffectRunner(deps: EffectRunnerDeps) {
         case 'not_performed': {
           metrics.downstreamFailures.inc({ effect: effect.name, class: result.class });
           if (tries >= settings.maxTries) {
+            if (maybePerformed) return settle(effect, call.owner, 'needs_review', { error: { class: 'repeat_rejected', detail: `an earlier try may have acted (its lookup could not tell), and the repeat was turned away ${tries} times: ${result.detail}` } }, context);
             return settle(effect, call.owner, 'failed', { error: { class: result.class, detail: `${result.detail}; gave up after ${tries} tries` } }, context);
           }
           const error = { class: result.class, detail: result.detail };
@@ -251,7 +258,7 @@ export function createEffectRunner(deps: EffectRunnerDeps) {
           // The lookup will not tell: repeat when the downstream deduplicates, else an operator decides.
           if (adapter.repeatSafe) {
             metrics.effectsRecovered.inc({ effect: name, result: 'repeated' });
-            return execute(effect, call);
+            return execute(effect, call, undefined, true);
           }
           metrics.effectsRecovered.inc({ effect: name, result: 'needs_review' });
           return settle(effect, call.owner, 'needs_review', {
@@ -274,8 +281,9 @@ export function createEffectRunner(deps: EffectRunnerDeps) {
         });
       }
       if (adapter.repeatSafe) {
+        // Nothing can tell whether the first try acted: a "no" to the repeat proves nothing.
         metrics.effectsRecovered.inc({ effect: name, result: 'repeated' });
-        return execute(effect, call);
+        return execute(effect, call, undefined, true);
       }
       metrics.effectsRecovered.inc({ effect: name, result: 'needs_review' });
       return settle(effect, call.owner, 'needs_review', {

@@ -243,11 +243,15 @@ export async function noteEffectAmbiguous(db: Pool, effectId: string, owner: str
   });
 }
 
-/** Records what a receipt lookup answered (found or not): the effect shows its last lookup, failed or not. */
+/**
+ * Records what a receipt lookup answered (found or not): the effect shows its
+ * last lookup, and the failures counted toward the bound start again (they
+ * count lookups that failed in a row).
+ */
 export async function noteLookup(db: Pool, effectId: string, owner: string, found: boolean): Promise<void> {
   await inTransaction(db, async (tx) => {
     await lockJobOfEffect(tx, effectId);
-    await tx.query(`UPDATE effects SET last_lookup = jsonb_build_object('at', now(), 'found', $3::boolean), updated_at = now() WHERE id = $1 AND status = 'pending' AND lease_owner = $2`, [
+    await tx.query(`UPDATE effects SET last_lookup = jsonb_build_object('at', now(), 'found', $3::boolean), lookup_failures = 0, updated_at = now() WHERE id = $1 AND status = 'pending' AND lease_owner = $2`, [
       effectId,
       owner,
       found,

@@ -231,15 +231,15 @@ describe('a receipt lookup that keeps failing', () => {
   afterAll(() => db.drop());
 
   const LEASE_MS = 300;
-  /** A send that timed out once (then answers), whose lookup always fails (a key rotated away, a lookup down for days). */
-  function flaky(repeatSafe: boolean): EffectAdapter & { performs: number } {
+  /** A send that timed out once (then answers as `then`), whose lookup always fails (a key rotated away, a lookup down for days). */
+  function flaky(repeatSafe: boolean, then: PerformResult = { kind: 'done', receipt: { messageId: 'm-2' } }): EffectAdapter & { performs: number } {
     const adapter = {
       name: 'message.send',
       repeatSafe,
       performs: 0,
       async perform(): Promise<PerformResult> {
         adapter.performs++;
-        return adapter.performs === 1 ? { kind: 'ambiguous', class: 'timeout', detail: 'no answer in time' } : { kind: 'done', receipt: { messageId: 'm-2' } };
+        return adapter.performs === 1 ? { kind: 'ambiguous', class: 'timeout', detail: 'no answer in time' } : then;
       },
       async lookup(): Promise<LookupResult> {
         throw new Error('receipt lookup answered 401');
@@ -285,6 +285,20 @@ describe('a receipt lookup that keeps failing', () => {
     // Assert
     expect(state.status).toBe('succeeded');
     expect(state.receipt).toEqual({ messageId: 'm-2' });
+    expect(adapter.performs).toBe(2);
+  });
+
+  it('goes to review, never failed, when that repeat is turned away: the first try may have acted', async () => {
+    // Arrange: the repeat meets the same rotated key (401)
+    const { jobId } = await jobWithWinnerIn(db.pool, 'Lookup down, repeat refused');
+    const adapter = flaky(true, { kind: 'rejected', class: 'unauthorized', detail: 'downstream answered 401' });
+
+    // Act
+    const state = await recoverUntilSettled(jobId, adapter, 6);
+
+    // Assert
+    expect(state.status).toBe('needs_review');
+    expect(state.error).toMatchObject({ class: 'repeat_rejected', detail: expect.stringContaining('401') });
     expect(adapter.performs).toBe(2);
   });
 });

@@ -919,4 +919,12 @@ export const GUARDS: Guard[] = [
     tests: ['test/effects/end-to-end.test.ts'],
     testNamePattern: 'connection drops',
   },
+  {
+    name: 'a repeat after lookups that could not tell goes to review when turned away, never to failed (the first try may have acted)',
+    file: 'src/effects/runner.ts',
+    find: "          if (maybePerformed) return settle(effect, call.owner, 'needs_review', { error: { class: 'repeat_rejected', detail: `an earlier try may have acted (its lookup could not tell), and the repeat was turned away: ${result.detail}` } }, context);\n",
+    replace: '',
+    tests: ['test/effects/recovery.test.ts'],
+    testNamePattern: 'turned away',
+  },
 ];
