@@ -7,7 +7,7 @@ import { crossedThreshold } from './thresholds';
  * running canary that has expired, or whose last jobs cross a threshold, it
  * stops by itself (a compare-and-swap on `running`: a promotion that won
  * first stands), with an event saying why. Cheap for any other version: one
- * primary-key read. Bounded for a canary: its window of jobs, through an index.
+ * primary-key read. Bounded for a canary: at most its window of jobs in each of three index reads (route-versions.ts, windowCounts).
  * @returns the canary it stopped, or undefined.
  */
 export async function checkCanary(db: Queryable, operation: string, version: string): Promise<RouteVersionRecord | undefined> {

@@ -448,17 +448,25 @@ const toCounts = (row: CountsRow): RouteVersionCounts => ({
  * from the ledger (exact, whichever process wrote them). A job that waits
  * counts at once: a canary whose primary black-holes requests never ends a
  * job, and must stop all the same. Waiting jobs come first (they are harm
- * now), then the most recently ended, through jobs_route_version_idx (open
- * jobs first in its order).
+ * now), then the most recently ended. Each branch reads at most `window`
+ * rows through an index (waiting jobs through jobs_status_created_idx and
+ * effects_needs_review_idx, ended ones through jobs_route_version_idx), so
+ * the jobs still running are never read.
  */
 export async function windowCounts(db: Queryable, operation: string, version: string, window: number): Promise<RouteVersionCounts> {
   const { rows } = await db.query<CountsRow>(
     `SELECT ${COUNTS_SELECT}
-       FROM (SELECT id, status FROM jobs
-              WHERE operation = $1 AND route_version = $2
-                AND (terminal_at IS NOT NULL OR status = 'awaiting_resolution'
-                     OR EXISTS (SELECT 1 FROM effects f WHERE f.job_id = jobs.id AND f.status = 'needs_review'))
-              ORDER BY terminal_at DESC NULLS FIRST LIMIT $3) j`,
+       FROM (SELECT id, status FROM (
+               ((SELECT id, status, 0 AS waiting_last, NULL::timestamptz AS terminal_at FROM jobs
+                  WHERE status = 'awaiting_resolution' AND operation = $1 AND route_version = $2 LIMIT $3)
+                UNION
+                (SELECT j.id, j.status, 0, NULL FROM effects f JOIN jobs j ON j.id = f.job_id
+                  WHERE f.status = 'needs_review' AND j.operation = $1 AND j.route_version = $2 AND j.terminal_at IS NULL LIMIT $3))
+               UNION ALL
+               (SELECT id, status, 1, terminal_at FROM jobs
+                 WHERE operation = $1 AND route_version = $2 AND terminal_at IS NOT NULL
+                 ORDER BY terminal_at DESC LIMIT $3)
+             ) served ORDER BY waiting_last, terminal_at DESC LIMIT $3) j`,
     [operation, version, window],
   );
   return toCounts(rows[0]!);
