@@ -10,7 +10,7 @@ export interface UsageLine {
   key: string;
   /** Null for jobs that cost nothing priced (e.g. cancelled before an attempt). */
   currency: string | null;
-  /** The runs billed in this group (an adjustment to a bill of another group adds no job). */
+  /** The jobs billed in this group (a reopened job once; an adjustment, or a cost in another currency, adds no job). */
   jobs: number;
   inputTokens: number;
   outputTokens: number;

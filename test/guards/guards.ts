@@ -934,4 +934,12 @@ export const GUARDS: Guard[] = [
     tests: ['test/effects/recovery.test.ts'],
     testNamePattern: 'turned away',
   },
+  {
+    name: "an attempt priced in another currency than its settlement's is in the totals, in its own currency (invariant 15)",
+    file: 'migrations/0020_spending_currencies.sql',
+    find: "WHERE (c ->> 'reported')::boolean AND",
+    replace: "WHERE false AND (c ->> 'reported')::boolean AND",
+    tests: ['test/metering/spending.test.ts'],
+    testNamePattern: 'another currency',
+  },
 ];

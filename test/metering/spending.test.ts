@@ -75,4 +75,24 @@ describe('one account of spending', () => {
     expect(billable).toBeUndefined();
     expect(providerCost).toBe('cost');
   });
+
+  it('counts an attempt priced in another currency than its job was settled in, in its own currency', async () => {
+    // Arrange: alice's A cost 0.50 EUR (reported, its model priced in euros) and failed; B won in USD: the settlement is in USD
+    const since = new Date();
+    const job = (await submitReply(stack, { message: 'two currencies' })).json();
+    const a = await opened(job.id, 'sim-primary', 'sim-small');
+    expect(await failAttempt(stack.db.pool, a.id, AttemptStatus.running, { class: 'contract_violation', detail: 'prose', usage: { inputTokens: 10, outputTokens: 10 } })).toBe(true);
+    await stack.db.pool.query(`UPDATE attempts SET cost = 0.5, cost_currency = 'EUR' WHERE id = $1`, [a.id]);
+    const b = await opened(job.id, 'sim-backup', 'sim-large');
+    await commitAttemptResult(stack.db.pool, b.id, OUTPUT, { terminal: true, usage: { inputTokens: 1000, outputTokens: 500, price: SIM_PRICES.large } });
+
+    // Act
+    const lines = (await stack.app.inject({ method: 'GET', url: `/v1/usage?from=${since.toISOString()}&to=${to}`, headers: auth(KEYS.alice) })).json().lines;
+
+    // Assert: the euros are in the totals, never added to the dollars; the job is counted once
+    expect(lines).toEqual([
+      { key: 'support.reply', currency: 'EUR', jobs: 0, inputTokens: 0, outputTokens: 0, providerCost: '0.5', billable: '0' },
+      { key: 'support.reply', currency: 'USD', jobs: 1, inputTokens: 1010, outputTokens: 510, providerCost: '0.0075', billable: '0.0075' },
+    ]);
+  });
 });
