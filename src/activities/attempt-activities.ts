@@ -238,11 +238,13 @@ export function createAttemptActivities(deps: ActivityDeps) {
       await noteEvidence(db, attempt.id, { lastLookup: { at: clock.now().toISOString(), status: 'executing' } });
       return;
     }
-    await noteEvidence(db, attempt.id, { lookup: { at: clock.now().toISOString(), found: true, status: 'completed' } });
+    const at = clock.now().toISOString();
+    await noteEvidence(db, attempt.id, { lookup: { at, found: true, status: 'completed' }, lastLookup: { at, status: 'completed' } });
     // The workflow's effect steps run the winner's effects.
     await settleAnswer(attempt, AttemptStatus.unknown, found.content, usageOf(attempt, found.usage));
     const report = await reportOf(attempt.id);
-    metrics.attemptsResolved.inc({ operation, via: 'provider_lookup', outcome: report.status });
+    // An attempt an operator had resolved was counted then; this look only learned what it cost.
+    if (!attempt.resolution) metrics.attemptsResolved.inc({ operation, via: 'provider_lookup', outcome: report.status });
   }
 
   return {

@@ -150,7 +150,8 @@ export async function findLiveAttempt(db: Queryable, jobId: string, lane = 0): P
  * them out of every batch, and nothing can be learned of them): those still
  * unknown in jobs that have ended, not looked up within `intervalMs`; and
  * those an operator resolved while their usage was not known, not looked up
- * since the resolution (asked once more). Least recently looked at first.
+ * since the resolution (asked once more, and again every interval for a day
+ * while the provider says it is still executing). Least recently looked at first.
  */
 export async function takeLeftoverAttempts(db: Queryable, opts: { intervalMs: number; limit: number; providers: readonly string[] }): Promise<string[]> {
   const { rows } = await db.query<{ id: string }>(
@@ -162,7 +163,9 @@ export async function takeLeftoverAttempts(db: Queryable, opts: { intervalMs: nu
        SELECT a.id, COALESCE((a.evidence -> 'lastLookup' ->> 'at')::timestamptz, a.ended_at, a.started_at)
          FROM attempts a
         WHERE a.resolution IS NOT NULL AND NOT a.usage_reported AND a.provider = ANY($3::text[])
-          AND COALESCE((a.evidence -> 'lastLookup' ->> 'at')::timestamptz, '-infinity') < (a.resolution ->> 'at')::timestamptz
+          AND (COALESCE((a.evidence -> 'lastLookup' ->> 'at')::timestamptz, '-infinity') < (a.resolution ->> 'at')::timestamptz
+               -- still executing when last asked: asked again, for a day after the resolution
+               OR (a.evidence -> 'lastLookup' ->> 'status' = 'executing' AND (a.resolution ->> 'at')::timestamptz > now() - interval '1 day'))
      ) leftover
      WHERE looked_at < now() - $1 * interval '1 millisecond'
      ORDER BY looked_at

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DEFAULT_SWEEPER } from '../../src/worker/activity-deps';
-import type { CompletionAnswer, ProviderAdapter } from '../../src/providers/types';
+import type { CompletionAnswer, LookupResult, ProviderAdapter } from '../../src/providers/types';
 import { auth, isTerminalJob, KEYS, readJob, startTestStack, submitReply, waitForJob, type TestStack } from '../harness/stack';
 
 /**
@@ -20,8 +20,21 @@ describe('attempts whose cost is still to learn', () => {
       throw new Error('not called in these tests');
     },
   };
+  /** A provider whose lookup answers as the test says, counting the asks. */
+  const told: { answers: LookupResult[]; asks: number } = { answers: [], asks: 0 };
+  const scripted: ProviderAdapter = {
+    name: 'scripted',
+    kind: 'openai-compatible',
+    async complete(): Promise<CompletionAnswer> {
+      throw new Error('not called in these tests');
+    },
+    async lookup(): Promise<LookupResult> {
+      told.asks++;
+      return told.answers.shift() ?? { found: false };
+    },
+  };
   beforeAll(async () => {
-    stack = await startTestStack({ extraProviders: [blind] });
+    stack = await startTestStack({ extraProviders: [blind, scripted] });
   });
   afterAll(() => stack.close());
 
@@ -72,4 +85,51 @@ describe('attempts whose cost is still to learn', () => {
     expect(after.attempts[0]).toMatchObject({ status: 'failed', resolution: expect.objectContaining({ by: expect.any(String) }), usage: expect.objectContaining({ reported: true }) });
     expect(after.settlement.adjustments).toEqual([expect.objectContaining({ attemptId: waiting.attempts[0].id })]);
   });
+
+  /** An ended job with an attempt on `provider` an operator resolved a moment ago, its usage unknown. */
+  async function resolvedLeftover(provider: string): Promise<string> {
+    const attemptId = await leftover(provider, 60_000);
+    await stack.db.pool.query(
+      `UPDATE attempts SET status = 'failed', ended_at = now() - interval '10 seconds', resolution = jsonb_build_object('outcome', 'failed', 'reason', 'presumed lost', 'by', 'ops', 'at', to_char((now() - interval '5 seconds') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) WHERE id = $1`,
+      [attemptId],
+    );
+    // As a resolution does: the slot's version moves on, so its late answer cannot win.
+    await stack.db.pool.query('UPDATE jobs SET version = version + 1 WHERE id = (SELECT job_id FROM attempts WHERE id = $1)', [attemptId]);
+    return attemptId;
+  }
+  const sweepAfterInterval = async () => {
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    await stack.activities.sweepJobs();
+  };
+
+  it('asks about a resolved attempt once its provider answers, however it answers (completed without usage too)', async () => {
+    // Arrange: the provider completed the request but reports no usage
+    const attemptId = await resolvedLeftover('scripted');
+    told.asks = 0;
+    told.answers = [{ found: true, status: 'completed', content: JSON.stringify({ reply: 'late', escalate: false }), raw: {} }];
+
+    // Act: three sweeps, each after the reconcile interval
+    for (let i = 0; i < 3; i++) await sweepAfterInterval();
+
+    // Assert
+    expect(told.asks).toBe(1);
+    const { rows } = await stack.db.pool.query(`SELECT count(*)::int AS n FROM job_events e JOIN attempts a ON a.job_id = e.job_id WHERE a.id = $1 AND e.type = 'attempt.race_lost'`, [attemptId]);
+    expect(rows[0].n).toBe(1);
+  });
+
+  it('asks again about a resolved attempt while its provider says it is still executing', async () => {
+    // Arrange
+    const attemptId = await resolvedLeftover('scripted');
+    told.asks = 0;
+    told.answers = [{ found: true, status: 'executing' }, { found: true, status: 'completed', content: JSON.stringify({ reply: 'late', escalate: false }), raw: {}, usage: { inputTokens: 7, outputTokens: 3 } }];
+
+    // Act
+    for (let i = 0; i < 3; i++) await sweepAfterInterval();
+
+    // Assert: executing, then completed with its usage, then nothing more to ask
+    expect(told.asks).toBe(2);
+    const { rows } = await stack.db.pool.query('SELECT usage_reported, input_tokens::int FROM attempts WHERE id = $1', [attemptId]);
+    expect(rows[0]).toEqual({ usage_reported: true, input_tokens: 7 });
+  });
 });
+
