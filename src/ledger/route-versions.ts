@@ -374,10 +374,11 @@ export async function promoteCanary(db: Pool, key: { operation: string; version:
 
 /**
  * Rolls a canary back, running or promoted: new jobs go to the version it
- * replaced (its previous version: the providers file's route, or the version
- * promoted before it). A promoted canary had superseded that version, which
- * is promoted again in the same transaction (`canary.restored`), so a
- * rollback after two promotions lands on the first, not on the baseline.
+ * replaced: a promoted canary's promotion superseded a version (its
+ * `canary.superseded` event names the canary), which is promoted again in
+ * the same transaction (`canary.restored`), so a rollback after two
+ * promotions lands on the first, not on the baseline; a running canary's
+ * previous version still serves.
  * @throws RouteVersionNotFoundError, RouteVersionStateError.
  */
 export async function rollbackCanary(db: Pool, key: { operation: string; version: string }, cause: StopCause): Promise<RouteVersionRecord> {
@@ -385,19 +386,20 @@ export async function rollbackCanary(db: Pool, key: { operation: string; version
   return inTransaction(db, async (tx) => {
     const rolledBack = await transition(tx, key, from, RouteVersionState.rolledBack, RouteVersionEventType.rolledBack, cause);
     if (!rolledBack) return refuse(tx, key, from);
-    if (rolledBack.previousVersion) {
-      // Only the version this one superseded: one that was rolled back or stopped since stays so.
-      await tx.query(
-        `WITH moved AS (
-           UPDATE route_versions SET state = 'promoted', reason = $3, changed_by = $4, ended_at = NULL
-            WHERE operation = $1 AND version = $2 AND state = 'superseded'
-            RETURNING operation, version
-         )
-         INSERT INTO route_version_events (operation, version, type, detail)
-         SELECT operation, version, '${RouteVersionEventType.restored}', $5 FROM moved`,
-        [key.operation, rolledBack.previousVersion, `restored: ${key.version} was rolled back`, cause.by, JSON.stringify({ by: cause.by, rolledBack: key.version })],
-      );
-    }
+    // The version this one's promotion superseded (its event names this one), whatever it was started against.
+    await tx.query(
+      `WITH moved AS (
+         UPDATE route_versions SET state = 'promoted', reason = $3, changed_by = $4, ended_at = NULL
+          WHERE operation = $1 AND state = 'superseded'
+            AND version = (SELECT e.version FROM route_version_events e
+                            WHERE e.operation = $1 AND e.type = '${RouteVersionEventType.superseded}' AND e.detail ->> 'by_version' = $2
+                            ORDER BY e.id DESC LIMIT 1)
+          RETURNING operation, version
+       )
+       INSERT INTO route_version_events (operation, version, type, detail)
+       SELECT operation, version, '${RouteVersionEventType.restored}', $5 FROM moved`,
+      [key.operation, key.version, `restored: ${key.version} was rolled back`, cause.by, JSON.stringify({ by: cause.by, rolledBack: key.version })],
+    );
     return rolledBack;
   });
 }

@@ -236,6 +236,25 @@ describe('canary routes', () => {
     expect(await routeVersionOfJob(afterA.id)).toBe(BASELINE);
   });
 
+  it('rolls back to the version this one superseded, though it was started against another', async () => {
+    // Arrange: A promoted, then B over it; C started against B; B rolled back (A restored); then C promoted over A
+    const a = (await start({ steps: BACKUP_FIRST })).json().version;
+    expect((await change(a, 'promote')).statusCode).toBe(200);
+    const b = (await start({ steps: WITH_NEW_MODEL })).json().version;
+    expect((await change(b, 'promote')).statusCode).toBe(200);
+    const c = (await start({ steps: BACKUP_FIRST })).json();
+    expect(c.previousVersion).toBe(b);
+    expect((await change(b, 'rollback')).statusCode).toBe(200);
+    expect((await change(c.version, 'promote')).statusCode).toBe(200);
+
+    // Act
+    expect((await change(c.version, 'rollback')).statusCode).toBe(200);
+    const after = await runReply(stack, 'After C rolled back');
+
+    // Assert
+    expect(await routeVersionOfJob(after.id)).toBe(a);
+  });
+
   it('serves every new job once promoted, and none once rolled back', async () => {
     // Arrange: a canary with the smallest share
     const version = (await start({ sharePercent: 0.01 })).json().version;

@@ -819,8 +819,8 @@ export const GUARDS: Guard[] = [
   {
     name: 'rolling back a promoted canary promotes again the version it superseded',
     file: 'src/ledger/route-versions.ts',
-    find: "WHERE operation = $1 AND version = $2 AND state = 'superseded'",
-    replace: "WHERE operation = $1 AND version = $2 AND state = 'superseded' AND false",
+    find: "WHERE operation = $1 AND state = 'superseded'\n",
+    replace: "WHERE operation = $1 AND state = 'superseded' AND false\n",
     tests: ['test/canary/canary-routes.test.ts'],
     testNamePattern: 'version it replaced',
   },
