@@ -91,7 +91,7 @@ export function createHttpEffect(declaration: HttpEffectDeclaration, env: NodeJS
     } catch (err) {
       if (!(err instanceof TemplateValueError)) throw err;
       // Nothing was sent: a definite no, with what was missing.
-      return { kind: 'rejected', class: 'url_template', detail: `the URL could not be built: ${err.message}` };
+      return { kind: 'rejected', class: 'url_template', detail: redact(`the URL could not be built: ${err.message}`) };
     }
     try {
       body = JSON.stringify(renderTemplate(bodyTemplate, context));

@@ -68,6 +68,12 @@ const URL_PARTS = /^([a-z][a-z0-9+.-]*:\/\/[^/?#]*)([^?#]*)(?:\?([^#]*))?(#.*)?$
  * a template that is not an absolute http(s) URL.
  */
 export function compileUrlTemplate(template: string, what: string, invalid: (problem: string) => Error): UrlTemplate {
+  // A URL parser reads `\` as `/`: it would make segments this check cannot see.
+  if (template.includes('\\')) throw invalid(`${what} has a backslash; write / (or %5C for the character itself)`);
+  // Each placeholder stands inside one part: a name holding / ? # & = would be split across them, and never filled.
+  for (const [whole, name] of template.matchAll(PLACEHOLDER)) {
+    if (/[/?#&=]/.test(name!)) throw invalid(`${what}: the placeholder ${whole} names a path with / ? # & or =, which cannot stand in a URL`);
+  }
   const parts = URL_PARTS.exec(template);
   if (!parts) throw invalid(`${what} is not an absolute URL`);
   const [, authority, path, query, fragment] = parts as unknown as [string, string, string, string | undefined, string | undefined];
@@ -85,7 +91,10 @@ export function compileUrlTemplate(template: string, what: string, invalid: (pro
     if (!(err instanceof TypeError)) throw err;
     throw invalid(`${what} is not an absolute URL`);
   }
-  const segments = path.split('/');
+  // No path is the root path, as a parser reads it.
+  const segments = (path || '/').split('/');
+  // The parser keeps every segment the operator wrote: no fixed `.` or `..` (it would remove them, and the check at render relies on the count).
+  if (segmentsOf(template.replace(PLACEHOLDER, 'x')) !== segments.length) throw invalid(`${what} has a . or .. path segment; write the path it stands for`);
   return {
     origin,
     render(values) {
@@ -107,11 +116,22 @@ export function compileUrlTemplate(template: string, what: string, invalid: (pro
       } catch {
         throw new TemplateValueError('the URL it renders is not a valid URL');
       }
-      // Cannot differ by construction; checked all the same, since a secret would follow it.
+      // Checked on what the parser made of it, since a secret follows the URL: the declared host, and every
+      // segment the template has (a value beside fixed text, `.` and `%2e`, is still a dot segment to a parser).
       if (parsed.origin !== origin) throw new TemplateValueError('the URL it renders names another host');
+      if (parsed.pathname.split('/').length !== segments.length) throw new TemplateValueError('a value makes a . or .. path segment, which would change the path the declaration fixed');
       return url;
     },
   };
+}
+
+/** How many path segments a URL parser makes of a URL (its pathname split on /). */
+function segmentsOf(url: string): number {
+  try {
+    return new URL(url).pathname.split('/').length;
+  } catch {
+    return -1;
+  }
 }
 
 function hasPlaceholder(text: string): boolean {

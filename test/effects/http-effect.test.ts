@@ -150,6 +150,44 @@ describe('a declared HTTP effect', () => {
       expect(received).toHaveLength(0);
     });
 
+    it.each([
+      ['a placeholder that would span parts', 'https://api.example.com/v1/{{input.p/x}}', /placeholder \{\{input\.p\/x\}\} names a path with/],
+      ['a backslash, which URLs read as a slash', 'https://api.example.com/v1/{{input.x}}\\admin', /backslash/],
+      ['a fixed dot segment', 'https://api.example.com/v1/../{{input.x}}', /\. or \.\. path segment/],
+    ])('refuses at creation %s', (_what, url, message) => {
+      // Act
+      const error = catchError(() => createHttpEffect(declared({ url }), {}));
+
+      // Assert
+      expect(error).toBeInstanceOf(HttpEffectDeclarationError);
+      expect(error.message).toMatch(message);
+    });
+
+    it('takes a URL without a path, and one with only a query', async () => {
+      // Arrange
+      answer = () => ({ status: 201, body: { id: 'c-1' } });
+
+      // Act
+      const bare = await createHttpEffect(declared({ url: baseUrl }), {}).perform!(context());
+      const query = await createHttpEffect(declared({ url: `${baseUrl}?ticket={{input.ticketId}}` }), {}).perform!(context());
+
+      // Assert
+      expect([bare.kind, query.kind]).toEqual(['done', 'done']);
+      expect(received.map((r) => r.url)).toEqual(['/', '/?ticket=T-7']);
+    });
+
+    it('sends nothing when a value and the fixed text beside it make a dot segment', async () => {
+      // Arrange: `.` beside a fixed `%2e` is `..` to a URL parser
+      const effect = createHttpEffect(declared({ url: `${baseUrl}/v1/tickets/{{input.ticketId}}%2e/admin` }), {});
+
+      // Act
+      const result = await effect.perform!(context({ input: { ticketId: '.' } }));
+
+      // Assert
+      expect(result).toMatchObject({ kind: 'rejected', class: 'url_template' });
+      expect(received).toHaveLength(0);
+    });
+
     it('keeps a value that only looks like a path step inside its segment and the query', async () => {
       // Arrange
       answer = () => ({ status: 201, body: { id: 'c-1' } });

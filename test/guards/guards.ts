@@ -958,4 +958,20 @@ export const GUARDS: Guard[] = [
     tests: ['test/attempts/leftovers.test.ts'],
     testNamePattern: 'still executing',
   },
+  {
+    name: 'a rendered URL keeps every path segment the template has (a value beside fixed text cannot make a dot segment)',
+    file: 'src/effects/http-template.ts',
+    find: "if (parsed.pathname.split('/').length !== segments.length) throw",
+    replace: 'if (false) throw',
+    tests: ['test/effects/http-effect.test.ts'],
+    testNamePattern: 'fixed text beside it',
+  },
+  {
+    name: 'a URL placeholder stands inside one part of the URL',
+    file: 'src/effects/http-template.ts',
+    find: "if (/[/?#&=]/.test(name!)) throw invalid(",
+    replace: "if (false) throw invalid(",
+    tests: ['test/effects/http-effect.test.ts'],
+    testNamePattern: 'span parts',
+  },
 ];
