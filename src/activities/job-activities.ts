@@ -249,10 +249,11 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
     if (job.deadlineLeftMs !== null && job.deadlineLeftMs < minAttemptMs) return undefined;
     const route = await routeOfJob(tx, job);
     const spent = hedge.maxCost === undefined ? undefined : await mayHaveCost(tx, job, operation, route, attempts);
+    if (spent && 'incomparable' in spent) return undefined;
     const { rows } = await tx.query<{ in_time: boolean; under_cost: boolean }>(
       `SELECT (SELECT min(started_at) FROM attempts WHERE job_id = $1 AND run = $4) + $2 * interval '1 millisecond' > now() AS in_time,
               ($3::numeric IS NULL OR $5::numeric < $3::numeric) AS under_cost`,
-      [job.id, hedge.budgetMs, hedge.maxCost ?? null, job.run, spent ?? null],
+      [job.id, hedge.budgetMs, hedge.maxCost ?? null, job.run, spent?.total ?? null],
     );
     if (!rows[0]?.in_time || !rows[0].under_cost) return undefined;
     const last = attempts[attempts.length - 1];
@@ -273,37 +274,45 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
 
   /**
    * What this run's attempts have cost, or may have: the cost each reported,
-   * and for each whose usage is not known yet (an unknown attempt) the most
-   * it can cost, its prompt and the room its model keeps for the answer at
-   * its model's price. In the currency of the route's prices (the hedge's
-   * `maxCost` is in it); an amount in another currency cannot be compared,
-   * and is taken as over any budget (no hedge).
+   * and for each sent whose usage is not known (an unknown one, one an
+   * operator resolved, a failure that reported none) the most it can cost,
+   * its prompt and the room its model keeps for the answer at its model's
+   * price. Money is added as PostgreSQL numerics. In the currency of the
+   * route's prices (the hedge's `maxCost` is in it); an amount in another
+   * cannot be compared.
    */
-  async function mayHaveCost(tx: PoolClient, job: LockedJob, operation: RegisteredOperation, route: RouteStep[], attempts: AttemptRecord[]): Promise<string> {
+  async function mayHaveCost(tx: PoolClient, job: LockedJob, operation: RegisteredOperation, route: RouteStep[], attempts: AttemptRecord[]): Promise<{ total: string } | { incomparable: string }> {
     const priceOf = (provider: string, model: string) => deps.prices?.get(provider)?.get(model);
     const currency = route.map((step) => priceOf(step.provider, step.model)?.currency).find((found) => found !== undefined);
-    const OVER = '1e30';
     let input: Record<string, unknown> | undefined = job.input ?? undefined;
-    const amounts: string[] = [];
+    const costs: string[] = [];
+    const most = { promptTokens: [] as number[], answerTokens: [] as number[], inputPrice: [] as string[], outputPrice: [] as string[] };
     for (const attempt of attempts) {
+      // Never sent: it cost nothing.
+      if (attempt.status === AttemptStatus.starting) continue;
       if (attempt.usage) {
         const { cost, currency: its } = attempt.usage;
         if (cost === null || Number(cost) === 0) continue;
-        amounts.push(its === currency ? cost : OVER);
+        if (its !== currency) return { incomparable: `attempt ${attempt.seq} cost ${cost} ${its ?? ''}`.trim() };
+        costs.push(cost);
         continue;
       }
-      if (attempt.status !== AttemptStatus.unknown) continue;
       const price = priceOf(attempt.provider, attempt.model);
       if (!price) continue;
-      if (price.currency !== currency) return OVER;
+      if (price.currency !== currency) return { incomparable: `attempt ${attempt.seq} is priced in ${price.currency}` };
       input ??= await getJobInput(tx, job.id);
-      const render = checkRender(operation, attempt.model, input ?? {});
       const profile = profileOf(attempt.model);
-      const tokensCost = ((render.promptTokens ?? profile.contextWindow) * Number(price.inputPerMillion) + profile.reservedForOutput * Number(price.outputPerMillion)) / 1e6;
-      amounts.push(tokensCost.toFixed(12));
+      most.promptTokens.push(checkRender(operation, attempt.model, input ?? {}).promptTokens ?? profile.contextWindow);
+      most.answerTokens.push(profile.reservedForOutput);
+      most.inputPrice.push(price.inputPerMillion);
+      most.outputPrice.push(price.outputPerMillion);
     }
-    const { rows } = await tx.query<{ total: string }>('SELECT COALESCE(sum(amount), 0)::text AS total FROM unnest($1::numeric[]) AS amount', [amounts]);
-    return rows[0]!.total;
+    const { rows } = await tx.query<{ total: string }>(
+      `SELECT (COALESCE((SELECT sum(cost) FROM unnest($1::numeric[]) AS cost), 0)
+               + COALESCE((SELECT sum(p * ip + r * op) FROM unnest($2::numeric[], $3::numeric[], $4::numeric[], $5::numeric[]) AS most (p, r, ip, op)), 0) / 1000000)::text AS total`,
+      [costs, most.promptTokens, most.answerTokens, most.inputPrice, most.outputPrice],
+    );
+    return { total: rows[0]!.total };
   }
 
   /** Why a job failed at its deadline, in so many words. */

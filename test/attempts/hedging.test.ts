@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { checkRender } from '../../src/contracts/render-check';
 import { createRegistry } from '../../src/operations/registry';
 import { auth, isTerminalJob, KEYS, readJob, startTestStack, waitForJob, type TestStack } from '../harness/stack';
 
@@ -220,38 +221,62 @@ describe('a hedged job that only an operator can move', () => {
 
 describe("a hedge's cost budget", () => {
   let stack: TestStack;
+  const INPUT = { ticketId: 'T-cost', customerMessage: 'Hi', channel: 'email' };
+  /** The most an unknown sim-small attempt of this input can cost: its prompt, and the 512 tokens sim-small keeps for the answer. */
+  const mostOneCosts = (checkRender(supportReply, 'sim-small', INPUT).promptTokens! * 0.15 + 512 * 0.6) / 1e6;
   /** Hedges while its attempts have cost under a dollar (the sim price table is in USD). */
   const draftDollar = { ...draft, name: 'support.draft-dollar', retry: { hedge: { maxConcurrent: 2, budgetMs: 60_000, maxCost: '1' } } };
+  /** Hedges while its attempts may have cost under one and a half unknown sim-small attempts. */
+  const draftTight = { ...draft, name: 'support.draft-tight', retry: { hedge: { maxConcurrent: 2, budgetMs: 60_000, maxCost: (mostOneCosts * 1.5).toFixed(12) } } };
   beforeAll(async () => {
     // No worker: the job's next step is asked for by hand.
-    stack = await startTestStack({ worker: false, operations: createRegistry([supportReply, draftDollar]) });
+    stack = await startTestStack({ worker: false, operations: createRegistry([supportReply, draftDollar, draftTight]) });
   });
   afterAll(() => stack.close());
 
-  it('never adds an amount in another currency to it: such an attempt stops hedging', async () => {
-    // Arrange: a first attempt that cost 0.50 EUR, then an unknown one
-    const submitted = await stack.app.inject({
-      method: 'POST',
-      url: '/v1/jobs',
-      headers: { ...auth(KEYS.alice), 'idempotency-key': randomUUID() },
-      payload: { operation: 'support.draft-dollar', input: { ticketId: 'T-eur', customerMessage: 'Hi', channel: 'email' } },
-    });
+  /** A job of `operation` whose earlier attempts are as given (the last one unknown), and its next step. */
+  async function nextStepWith(operation: string, earlier: Array<{ status: string; cost?: { amount: string; currency: string }; resolved?: boolean }>) {
+    const submitted = await stack.app.inject({ method: 'POST', url: '/v1/jobs', headers: { ...auth(KEYS.alice), 'idempotency-key': randomUUID() }, payload: { operation, input: INPUT } });
     const jobId = submitted.json().id;
-    await stack.db.pool.query(
-      `INSERT INTO attempts (id, job_id, operation, seq, provider, model, job_version, status, started_at, ended_at, usage_reported, input_tokens, output_tokens, cost, cost_currency, error_class, error_detail)
-       VALUES ($1, $2, 'support.draft-dollar', 1, 'sim-primary', 'sim-small', 0, 'failed', now(), now(), true, 10, 10, 0.5, 'EUR', 'contract_violation', 'prose')`,
-      [randomUUID(), jobId],
-    );
-    await stack.db.pool.query(
-      `INSERT INTO attempts (id, job_id, operation, seq, provider, model, job_version, status, started_at) VALUES ($1, $2, 'support.draft-dollar', 2, 'sim-backup', 'sim-large', 0, 'unknown', now())`,
-      [randomUUID(), jobId],
-    );
+    for (const [index, attempt] of earlier.entries()) {
+      await stack.db.pool.query(
+        `INSERT INTO attempts (id, job_id, operation, seq, provider, model, job_version, status, started_at, ended_at, usage_reported, input_tokens, output_tokens, cost, cost_currency, error_class, error_detail, resolution)
+         VALUES ($1, $2, $3, $4, 'sim-primary', 'sim-small', 0, $5, now(), CASE WHEN $5 = 'unknown' THEN NULL ELSE now() END, $6, $7, $7, $8, $9, CASE WHEN $5 = 'failed' THEN 'timeout' END, CASE WHEN $5 = 'failed' THEN 'no answer' END, $10)`,
+        [
+          randomUUID(),
+          jobId,
+          operation,
+          index + 1,
+          attempt.status,
+          attempt.cost !== undefined,
+          attempt.cost ? 10 : null,
+          attempt.cost?.amount ?? null,
+          attempt.cost?.currency ?? null,
+          attempt.resolved ? JSON.stringify({ outcome: 'failed', reason: 'presumed lost', by: 'ops', at: new Date().toISOString() }) : null,
+        ],
+      );
+    }
     await stack.db.pool.query(`UPDATE jobs SET status = 'awaiting_resolution' WHERE id = $1`, [jobId]);
+    return stack.activities.advanceJob({ jobId, attemptId: randomUUID() });
+  }
 
-    // Act
-    const step = await stack.activities.advanceJob({ jobId, attemptId: randomUUID() });
+  it('never adds an amount in another currency to it: such an attempt stops hedging, where the same in dollars does not', async () => {
+    // Act: an attempt that cost 0.50, in euros or in dollars, then an unknown one
+    const inEuros = await nextStepWith('support.draft-dollar', [{ status: 'failed', cost: { amount: '0.5', currency: 'EUR' } }, { status: 'unknown' }]);
+    const inDollars = await nextStepWith('support.draft-dollar', [{ status: 'failed', cost: { amount: '0.5', currency: 'USD' } }, { status: 'unknown' }]);
 
-    // Assert: it waits for the unknown attempt; 0.50 EUR is not "under a dollar"
-    expect(step.kind).toBe('await');
+    // Assert: 0.50 EUR is not "under a dollar"; 0.50 USD is
+    expect(inEuros.kind).toBe('await');
+    expect(inDollars.kind).toBe('call');
+  });
+
+  it('counts an attempt an operator resolved before its usage was known at the most it can cost, as an unknown one', async () => {
+    // Act: one unknown attempt alone (under 1.5 of its most), and after a resolved one whose usage is not known (over)
+    const alone = await nextStepWith('support.draft-tight', [{ status: 'unknown' }]);
+    const afterResolved = await nextStepWith('support.draft-tight', [{ status: 'failed', resolved: true }, { status: 'unknown' }]);
+
+    // Assert
+    expect(alone.kind).toBe('call');
+    expect(afterResolved.kind).toBe('await');
   });
 });
