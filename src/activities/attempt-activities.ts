@@ -290,7 +290,8 @@ export function createAttemptActivities(deps: ActivityDeps) {
       if (!job || isTerminal(job.status)) return reportOf(attemptId);
       await lookUp(attempt);
       // A hedged job's other unknown attempts are asked too: one that answered must not wait behind this one.
-      const others = (await listAttempts(db, attempt.jobId)).filter((other) => other.id !== attempt.id && other.status === AttemptStatus.unknown);
+      const hedged = deps.operations.get(operation)?.retry?.hedge !== undefined;
+      const others = hedged ? (await listAttempts(db, attempt.jobId)).filter((other) => other.id !== attempt.id && other.status === AttemptStatus.unknown) : [];
       let othersMoved = false;
       for (const other of others) {
         await lookUp(other);

@@ -26,9 +26,9 @@ export async function registerUsageRoutes(app: FastifyInstance, deps: ApiDeps): 
     async (request): Promise<UsageReportView> => {
       const caller = request.principal!;
       const query = request.query;
-      const month = currentUtcMonth(new Date());
-      const from = query.from === undefined ? month.start : new Date(query.from);
-      const to = query.to === undefined ? month.next : new Date(query.to);
+      // Left out, a bound is its month's: the current UTC month, or the month `to` ends in (from its start).
+      const to = query.to === undefined ? utcMonthOf(new Date()).next : new Date(query.to);
+      const from = query.from === undefined ? utcMonthOf(new Date(to.getTime() - 1)).start : new Date(query.from);
       if (!(to.getTime() > from.getTime())) throw badUsageQuery('to must be after from', ['to']);
       const principalId = whoseUsage(caller, query.principal);
       const groupBy = query.groupBy ?? UsageGrouping.operation;
@@ -39,7 +39,7 @@ export async function registerUsageRoutes(app: FastifyInstance, deps: ApiDeps): 
 }
 
 /** The UTC month `now` falls in: where a billing page starts. */
-function currentUtcMonth(now: Date): { start: Date; next: Date } {
+function utcMonthOf(now: Date): { start: Date; next: Date } {
   return { start: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)), next: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)) };
 }
 

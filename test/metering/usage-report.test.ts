@@ -79,6 +79,15 @@ describe('usage report', () => {
     expect(fromOnly.json()).toMatchObject({ from: '2000-01-01T00:00:00.000Z', to: nextMonth });
   });
 
+  it('starts at the beginning of the month `to` ends in when only `to` is given', async () => {
+    // Act
+    const response = await usage('to=2026-03-15T00:00:00Z');
+
+    // Assert
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toMatchObject({ from: '2026-03-01T00:00:00.000Z', to: '2026-03-15T00:00:00.000Z' });
+  });
+
   it.each([
     ['a from that is not a date-time', `from=yesterday&to=${to}`],
     ['an unknown grouping', `from=${from}&to=${to}&groupBy=week`],
