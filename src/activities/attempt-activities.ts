@@ -197,6 +197,8 @@ export function createAttemptActivities(deps: ActivityDeps) {
       const evidence = { ...(failure.httpStatus ? { httpStatus: failure.httpStatus } : {}), ...(failure.retryAfterMs !== undefined ? { retryAfterMs: failure.retryAfterMs } : {}) };
       if (await failAttempt(db, attempt.id, AttemptStatus.running, { class: failure.class, detail: failure.detail, evidence })) {
         metrics.attemptOutcomes.inc({ operation: attempt.operation, provider: attempt.provider, status: 'failed', class: failure.class });
+        // A failed hedge may leave its job waiting on its unknown sibling: the canary counts it then.
+        if (deps.operations.get(attempt.operation)?.retry?.hedge) await afterJobBlocked(db, attempt.jobId);
       }
       return;
     }

@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { loadJobDetailsById, type JobDetails } from '../ledger/job-details';
 import { AttemptNotFoundError, AttemptNotUnknownError, resolveAttempt } from '../ledger/attempts';
 import { EffectNotFoundError, EffectNotInReviewError, resolveEffect } from '../ledger/effects';
+import { afterJobBlocked } from '../canary/job-ended';
 import { jobChangedSignal } from '../temporal/contract';
 import type { Principal } from './auth';
 import type { ApiDeps } from './deps';
@@ -67,7 +68,10 @@ export async function resolveAttemptAsOperator(deps: Pick<ApiDeps, 'db' | 'workf
   }
   deps.metrics.attemptsResolved.inc({ operation: details.job.operation, via: 'operator', outcome: command.outcome });
   await wake(deps, details.job.workflowId, log);
-  return (await loadJobDetailsById(deps.db, details.job.id))!;
+  const after = (await loadJobDetailsById(deps.db, details.job.id))!;
+  // A hedged job may still wait on another unknown attempt: its canary counts it.
+  if (after.job.status === 'awaiting_resolution') await afterJobBlocked(deps.db, after.job.id, (err) => log.warn({ err, jobId: after.job.id }, 'could not check its route version'));
+  return after;
 }
 
 /**

@@ -449,11 +449,26 @@ export async function commitAndClaimLocked(
  * else `running` again. A terminal job keeps its status.
  */
 const STATUS_AFTER_AN_ATTEMPT_ENDED = `CASE
-            WHEN terminal_at IS NOT NULL THEN status
+            WHEN jobs.terminal_at IS NOT NULL THEN jobs.status
             WHEN EXISTS (SELECT 1 FROM attempts u WHERE u.job_id = jobs.id AND u.status = 'unknown')
              AND NOT EXISTS (SELECT 1 FROM attempts l WHERE l.job_id = jobs.id AND l.status IN ('starting', 'running')) THEN 'awaiting_resolution'
-            WHEN status = 'awaiting_resolution' THEN 'running'
-            ELSE status END`;
+            WHEN jobs.status = 'awaiting_resolution' THEN 'running'
+            ELSE jobs.status END`;
+
+/**
+ * The job's version moves on (a late answer of the ended attempt can no
+ * longer win: invariant 5) and its status follows (STATUS_AFTER_AN_ATTEMPT_ENDED);
+ * a job that begins to wait again for its other unknown attempt says so in its history.
+ */
+async function moveJobAfterAttemptEnded(tx: PoolClient, jobId: string, attemptId: string): Promise<void> {
+  const { rows } = await tx.query<{ was: string; now: string }>(
+    `UPDATE jobs SET version = jobs.version + 1, updated_at = now(), status = ${STATUS_AFTER_AN_ATTEMPT_ENDED}
+       FROM jobs before WHERE jobs.id = $1 AND before.id = jobs.id
+     RETURNING before.status AS was, jobs.status AS now`,
+    [jobId],
+  );
+  if (rows[0]?.now === 'awaiting_resolution' && rows[0].was !== 'awaiting_resolution') await appendEvent(tx, jobId, JobEventType.awaitingResolution, { afterAttempt: attemptId });
+}
 
 export interface AttemptFailure {
   class: string;
@@ -493,7 +508,7 @@ export async function failAttemptLocked(tx: PoolClient, attemptId: string, from:
   const usage = failure.usage === undefined ? NOTHING_SENT : failure.usage;
   if (usage) await recordUsageLocked(tx, attemptId, usage);
   // The slot's version moves on: a late answer of this attempt can no longer win (invariant 5).
-  await tx.query(`UPDATE jobs SET version = version + 1, updated_at = now(), status = ${STATUS_AFTER_AN_ATTEMPT_ENDED} WHERE id = $1`, [row.job_id]);
+  await moveJobAfterAttemptEnded(tx, row.job_id, attemptId);
   await appendEvent(tx, row.job_id, JobEventType.attemptFailed, { attemptId, class: failure.class, detail: failure.detail.slice(0, 500), wasUnknown: from === AttemptStatus.unknown });
   return true;
 }
@@ -591,7 +606,7 @@ export async function resolveAttempt(
       if (!found[0]) throw new AttemptNotFoundError(`job ${resolution.jobId} has no attempt ${resolution.attemptId}`);
       throw new AttemptNotUnknownError(toAttempt(found[0]));
     }
-    await tx.query(`UPDATE jobs SET version = version + 1, updated_at = now(), status = ${STATUS_AFTER_AN_ATTEMPT_ENDED} WHERE id = $1`, [resolution.jobId]);
+    await moveJobAfterAttemptEnded(tx, resolution.jobId, resolution.attemptId);
     await appendEvent(tx, resolution.jobId, JobEventType.attemptResolved, { attemptId: resolution.attemptId, ...record });
     return toAttempt(rows[0]);
   });

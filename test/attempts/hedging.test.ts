@@ -197,10 +197,12 @@ describe('a hedged job that only an operator can move', () => {
     const submitted = await submit('Hi @sim(sim-primary:hang) @sim(sim-backup:status=400)');
     const job = await waitForJob(stack, submitted.json().id, (view) => view.attempts.length === 2 && view.attempts[1].status === 'failed' && view.status === 'awaiting_resolution');
 
-    // Assert: it stays so (nothing but an operator moves it), and the operators' list has it
+    // Assert: it stays so (nothing but an operator moves it), the operators' list has it, and its history says when it began to wait again
     await new Promise((resolve) => setTimeout(resolve, 750));
-    expect((await readJob(stack, job.id)).status).toBe('awaiting_resolution');
+    const still = await readJob(stack, job.id);
+    expect(still.status).toBe('awaiting_resolution');
     expect(await listed(job.id)).toBe(true);
+    expect(still.events.map((e: any) => e.type).filter((type: string) => type === 'job.awaiting_resolution')).toHaveLength(2);
   });
 
   it('still awaits resolution after an operator resolved one of its two unknown attempts', async () => {
