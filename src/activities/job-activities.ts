@@ -183,7 +183,7 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
     const unknowns = attempts.filter((attempt) => attempt.status === AttemptStatus.unknown);
     if (unknowns.length > 0) {
       // Invariant 4: nothing new starts while an attempt is unknown — except a hedge of a read-only generation, within its budget.
-      const hedged = operation?.retry?.hedge ? await openHedge(tx, job, operation.retry.hedge, attempts.filter((attempt) => attempt.run === job.run), unknowns, request.attemptId) : undefined;
+      const hedged = operation?.retry?.hedge ? await openHedge(tx, job, operation.retry.hedge, attempts, unknowns, request.attemptId) : undefined;
       return hedged ?? { kind: 'await', attemptId: unknowns[0]!.id };
     }
     // From here on, the current run's attempts: the cap and the route's position are a run's own (a provider's Retry-After is not).
@@ -210,16 +210,12 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
       return fail(tx, job, 'no_eligible_provider', `no eligible provider is left: ${why}`);
     }
     // Backoff (and a 429's Retry-After) concern the provider that failed, whichever way the route got back to it.
-    const backoff = backoffOf(jobAttempts, job.run, step.provider, deps.attempts.backoffMs);
-    if (backoff && backoff.delayMs > 0) {
-      const { rows } = await tx.query<{ wait_ms: string }>(`SELECT GREATEST(0, ceil(extract(epoch FROM ($1::timestamptz + $2 * interval '1 millisecond' - now())) * 1000)) AS wait_ms`, [backoff.last.endedAt, backoff.delayMs]);
-      const waitMs = Number(rows[0]!.wait_ms);
-      // A backoff that would leave less than one attempt's time before the deadline ends the job now.
-      if (waitMs > 0 && job.deadlineLeftMs !== null && job.deadlineLeftMs - waitMs < minAttemptMs) {
-        return fail(tx, job, 'deadline_exceeded', `${deadlineDetail(job.deadlineLeftMs, minAttemptMs, attempts.length)}; the next attempt's backoff (${waitMs} ms) would have left less than that`);
-      }
-      if (waitMs > 0) return { kind: 'backoff', ms: waitMs };
+    const waitMs = await backoffLeftMs(tx, jobAttempts, job.run, step.provider);
+    // A backoff that would leave less than one attempt's time before the deadline ends the job now.
+    if (waitMs > 0 && job.deadlineLeftMs !== null && job.deadlineLeftMs - waitMs < minAttemptMs) {
+      return fail(tx, job, 'deadline_exceeded', `${deadlineDetail(job.deadlineLeftMs, minAttemptMs, attempts.length)}; the next attempt's backoff (${waitMs} ms) would have left less than that`);
     }
+    if (waitMs > 0) return { kind: 'backoff', ms: waitMs };
     for (const skip of skipped) {
       metrics.fallbacksSkipped.inc({ operation: job.operation, provider: skip.provider, reason: skip.reason });
       await appendEvent(tx, job.id, JobEventType.fallbackSkipped, { provider: skip.provider, model: skip.model, reason: skip.reason, detail: skip.detail });
@@ -240,7 +236,8 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
    * the attempt cap and the caller's deadline. The job's events say so.
    * Nothing is opened otherwise.
    */
-  async function openHedge(tx: PoolClient, job: LockedJob, hedge: HedgePolicy, attempts: AttemptRecord[], unknowns: AttemptRecord[], attemptId: string) {
+  async function openHedge(tx: PoolClient, job: LockedJob, hedge: HedgePolicy, jobAttempts: AttemptRecord[], unknowns: AttemptRecord[], attemptId: string) {
+    const attempts = jobAttempts.filter((attempt) => attempt.run === job.run);
     const busy = new Set(unknowns.map((attempt) => attempt.lane));
     const lane = Array.from({ length: hedge.maxConcurrent }, (_, index) => index).find((index) => !busy.has(index));
     if (lane === undefined || attempts.length >= deps.attempts.maxAttempts) return undefined;
@@ -259,6 +256,9 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
     const last = attempts[attempts.length - 1];
     const { step, skipped } = await chooseStep(tx, job, route, last);
     if (!step) return undefined;
+    // The provider's backoff holds for a hedge too: until it has passed, the step waits (and looks again), unless the deadline would not allow it.
+    const waitMs = await backoffLeftMs(tx, jobAttempts, job.run, step.provider);
+    if (waitMs > 0) return job.deadlineLeftMs !== null && job.deadlineLeftMs - waitMs < minAttemptMs ? undefined : { kind: 'backoff' as const, ms: waitMs };
     for (const skip of skipped) {
       metrics.fallbacksSkipped.inc({ operation: job.operation, provider: skip.provider, reason: skip.reason });
       await appendEvent(tx, job.id, JobEventType.fallbackSkipped, { provider: skip.provider, model: skip.model, reason: skip.reason, detail: skip.detail });
@@ -313,6 +313,14 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
       [costs, most.promptTokens, most.answerTokens, most.inputPrice, most.outputPrice],
     );
     return { total: rows[0]!.total };
+  }
+
+  /** How long `provider` must still wait before this job's next attempt at it (its backoff and Retry-After, by the database's clock); 0 when none. */
+  async function backoffLeftMs(tx: PoolClient, jobAttempts: AttemptRecord[], run: number, provider: string): Promise<number> {
+    const backoff = backoffOf(jobAttempts, run, provider, deps.attempts.backoffMs);
+    if (!backoff || backoff.delayMs <= 0) return 0;
+    const { rows } = await tx.query<{ wait_ms: string }>(`SELECT GREATEST(0, ceil(extract(epoch FROM ($1::timestamptz + $2 * interval '1 millisecond' - now())) * 1000)) AS wait_ms`, [backoff.last.endedAt, backoff.delayMs]);
+    return Number(rows[0]!.wait_ms);
   }
 
   /** Why a job failed at its deadline, in so many words. */

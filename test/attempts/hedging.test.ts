@@ -158,6 +158,17 @@ describe('retry policies: a read-only generation hedges, a side-effecting operat
     expect(types(still)).not.toContain('attempt.hedged');
   });
 
+  it("opens a hedge at a provider only once its backoff after a 429 has passed", async () => {
+    // Act: the primary turns the first attempt away (Retry-After: 1); the backup's answer is lost (503, unknown): the hedge's next step is the primary
+    const job = await run('support.draft', 'Hi @sim(sim-primary:status=429) @sim(sim-backup:status=503)');
+
+    // Assert
+    const [first, , third] = job.attempts;
+    expect(first).toMatchObject({ provider: 'sim-primary', error: expect.objectContaining({ class: 'rate_limited' }) });
+    expect(third).toMatchObject({ provider: 'sim-primary' });
+    expect(Date.parse(third.startedAt) - Date.parse(first.endedAt)).toBeGreaterThanOrEqual(1000);
+  });
+
   it('never hedges a side-effecting operation: it waits with one unknown attempt', async () => {
     const job = await run('support.reply', 'Hi @sim(sim-primary:hang)', (view) => view.status === 'awaiting_resolution');
     await new Promise((resolve) => setTimeout(resolve, 2_000));

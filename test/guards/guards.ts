@@ -152,8 +152,8 @@ export const GUARDS: Guard[] = [
   {
     name: 'a provider that failed is backed off before its next attempt',
     file: 'src/activities/job-activities.ts',
-    find: 'if (backoff && backoff.delayMs > 0) {',
-    replace: 'if (backoff && backoff.delayMs < 0) {',
+    find: '    if (!backoff || backoff.delayMs <= 0) return 0;\n',
+    replace: '    if (!backoff || backoff.delayMs <= Infinity) return 0;\n',
     tests: ['test/faults/ledger-bounds.test.ts'],
     testNamePattern: 'backs off',
   },
@@ -811,8 +811,8 @@ export const GUARDS: Guard[] = [
   {
     name: "a provider's backoff and Retry-After hold across the job, whichever way the route got back to it",
     file: 'src/activities/job-activities.ts',
-    find: 'const backoff = backoffOf(jobAttempts, job.run, step.provider, deps.attempts.backoffMs);',
-    replace: 'const backoff = last && last.provider === step.provider ? backoffOf(jobAttempts, job.run, step.provider, deps.attempts.backoffMs) : undefined;',
+    find: 'const waitMs = await backoffLeftMs(tx, jobAttempts, job.run, step.provider);\n    // A backoff that would leave',
+    replace: 'const waitMs = last && last.provider === step.provider ? await backoffLeftMs(tx, jobAttempts, job.run, step.provider) : 0;\n    // A backoff that would leave',
     tests: ['test/attempts/outcomes.test.ts'],
     testNamePattern: 'comes round',
   },
@@ -973,5 +973,13 @@ export const GUARDS: Guard[] = [
     replace: "if (false) throw invalid(",
     tests: ['test/effects/http-effect.test.ts'],
     testNamePattern: 'span parts',
+  },
+  {
+    name: "a hedge opens at a provider only once its backoff after a 429 has passed",
+    file: 'src/activities/job-activities.ts',
+    find: "    if (waitMs > 0) return job.deadlineLeftMs !== null && job.deadlineLeftMs - waitMs < minAttemptMs ? undefined : { kind: 'backoff' as const, ms: waitMs };\n",
+    replace: '',
+    tests: ['test/attempts/hedging.test.ts'],
+    testNamePattern: 'backoff after a 429',
   },
 ];
