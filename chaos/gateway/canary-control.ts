@@ -40,15 +40,15 @@ export class CanaryControl {
   }
 
   /** What serves each operation's new jobs now (GET /v1/routes), and its running canary if any. */
-  async serving(): Promise<Record<string, { version: string; canary: string | null }>> {
+  async serving(): Promise<Record<string, { version: string; canary: string | null; baseline: string }>> {
     const routes = await this.client.request('GET', '/v1/routes', { label: 'routes', token: this.operatorKey, timeoutMs: 10_000 });
     if (routes.status !== 200) throw new Error(`GET /v1/routes answered ${routes.status}`);
-    const operations = (routes.body as { operations: Array<{ operation: string; serving: { version: string; canary: { version: string } | null } }> }).operations;
-    return Object.fromEntries(operations.map((o) => [o.operation, { version: o.serving.version, canary: o.serving.canary?.version ?? null }]));
+    const operations = (routes.body as { operations: Array<{ operation: string; baseline: string; serving: { version: string; canary: { version: string } | null } }> }).operations;
+    return Object.fromEntries(operations.map((o) => [o.operation, { version: o.serving.version, canary: o.serving.canary?.version ?? null, baseline: o.baseline }]));
   }
 
   /** Stops a canary an earlier trial left running, so this trial's may start. @returns what serves each of the plan's operations then. */
-  async prepare(): Promise<Record<string, string>> {
+  async prepare(): Promise<{ serving: Record<string, string>; baseline: Record<string, string> }> {
     const ops = [this.plan.broken.operation, this.plan.healthy.operation];
     const before = await this.serving();
     for (const op of ops) {
@@ -56,7 +56,7 @@ export class CanaryControl {
       if (running) await this.post(`/v1/routes/${op}/canaries/${running}/stop`, { reason: 'chaos: a new canary trial begins' }, 'canary:cleanup');
     }
     const after = await this.serving();
-    return Object.fromEntries(ops.map((op) => [op, after[op]!.version]));
+    return { serving: Object.fromEntries(ops.map((op) => [op, after[op]!.version])), baseline: Object.fromEntries(ops.map((op) => [op, after[op]!.baseline])) };
   }
 
   private start(operation: string, version: string, steps: readonly { provider: string; model: string }[], sharePercent: number, thresholds: object): Promise<Exchange> {

@@ -163,6 +163,8 @@ export interface GatewayObservation {
   canary?: {
     /** Per operation, what served new jobs when the trial began. */
     initialServing: Record<string, string>;
+    /** Per operation, the providers file's route version: what serves when no version is promoted. */
+    baseline: Record<string, string>;
     /** Every version of the canary operations the trial created, and the one serving when it began. */
     versions: RouteVersionObs[];
   };

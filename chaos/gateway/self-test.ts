@@ -114,6 +114,7 @@ export function cleanGatewayObservation(): GatewayObservation {
     },
     canary: {
       initialServing: { 'gw.canary-ticket': BASE },
+      baseline: { 'gw.canary-ticket': BASE },
       versions: [
         {
           operation: 'gw.canary-ticket',

@@ -72,7 +72,7 @@ async function execute(ctx: GatewayContext, plan: GatewayPlan, options: { settle
   const made: IntentPlan[] = [...plan.intents];
 
   const control = plan.canary ? new CanaryControl(client, stack.operatorKey, plan.canary) : undefined;
-  const initialServing = control ? await control.prepare() : undefined;
+  const initialRoutes = control ? await control.prepare() : undefined;
   if (control) {
     await control.startBoth();
     note('canaries started');
@@ -118,7 +118,7 @@ async function execute(ctx: GatewayContext, plan: GatewayPlan, options: { settle
   await sleep(500);
   await replay(ctx, made, intents, client, token, deadline);
 
-  record.observation = await observeTrial(ctx, plan, made, client, settled, startedAt, initialServing);
+  record.observation = await observeTrial(ctx, plan, made, client, settled, startedAt, initialRoutes);
   if (ctx.historiesDir) {
     // For the replay gate: every job's current run (hedges, backoffs, reopened runs, canary steps all shape the workflow's commands).
     for (const job of record.observation.jobs) {
@@ -146,7 +146,7 @@ async function replay(ctx: GatewayContext, made: IntentPlan[], intents: TrialInt
   }
 }
 
-async function observeTrial(ctx: GatewayContext, plan: GatewayPlan, made: IntentPlan[], client: ApiClient, settled: OperatorResult, startedAt: number, initialServing: Record<string, string> | undefined): Promise<GatewayObservation> {
+async function observeTrial(ctx: GatewayContext, plan: GatewayPlan, made: IntentPlan[], client: ApiClient, settled: OperatorResult, startedAt: number, initialRoutes: { serving: Record<string, string>; baseline: Record<string, string> } | undefined): Promise<GatewayObservation> {
   const { stack, gateway } = ctx;
   const { usage, ledger } = await readUsage(client, stack.operatorKey, stack.db, plan.principal, startedAt);
   const workflows = await openWorkflows(stack.temporal, ledger.jobs);
@@ -174,8 +174,8 @@ async function observeTrial(ctx: GatewayContext, plan: GatewayPlan, made: Intent
       requests: trialRequests(gateway.downstream, tickets, ledger.effects.filter((e) => e.name === gateway.effect.name).map((e) => e.key)),
       performed: ledger.effects.filter((e) => gateway.downstream.commentsOf(e.key).length > 0).map((e) => e.key),
     },
-    ...(plan.canary && initialServing
-      ? { canary: { initialServing, versions: await readRouteVersions(stack.db, [plan.canary.broken.operation, plan.canary.healthy.operation], startedAt) } }
+    ...(plan.canary && initialRoutes
+      ? { canary: { initialServing: initialRoutes.serving, baseline: initialRoutes.baseline, versions: await readRouteVersions(stack.db, [plan.canary.broken.operation, plan.canary.healthy.operation], startedAt) } }
       : {}),
     samples: settled.samples,
     budgetTokens: GW_BUDGET_TOKENS,

@@ -83,24 +83,38 @@ export function checkCanaryStops(obs: GatewayObservation): GatewayViolation[] {
 interface RouteState {
   running?: RouteVersionObs;
   serving: string;
+  /** The promoted version, if any (the baseline serves when there is none). */
+  promoted?: string;
 }
 
 /** What served new jobs of the operation after each change, from the versions' events (one state per change). */
 function routeTimeline(obs: GatewayObservation, operation: string): Array<{ at: number; state: RouteState }> {
   const versions = (obs.canary?.versions ?? []).filter((v) => v.operation === operation);
   const changes = versions.flatMap((v) => v.events.map((e) => ({ ...e, version: v }))).sort((a, b) => a.at - b.at);
-  let state: RouteState = { serving: obs.canary?.initialServing[operation] ?? '' };
+  const baseline = obs.canary?.baseline[operation] ?? '';
+  const initial = obs.canary?.initialServing[operation] ?? baseline;
+  let state: RouteState = { serving: initial, ...(initial !== baseline ? { promoted: initial } : {}) };
+  // Which promoted version each promotion superseded, and whether it is still superseded (not rolled back since).
+  const supersededBy = new Map<string, string>();
+  const ended = new Set<string>();
   const timeline = [{ at: -Infinity, state }];
   for (const change of changes) {
     const { version } = change;
     const wasRunning = state.running?.version === version.version;
     if (change.type === 'canary.started') state = { ...state, running: version };
-    else if (change.type === 'canary.promoted') state = { serving: version.version };
-    else if (change.type === 'canary.stopped' && wasRunning) state = { serving: state.serving };
+    else if (change.type === 'canary.promoted') {
+      if (state.promoted) supersededBy.set(version.version, state.promoted);
+      state = { serving: version.version, promoted: version.version };
+    } else if (change.type === 'canary.stopped' && wasRunning) state = { serving: state.serving, ...(state.promoted ? { promoted: state.promoted } : {}) };
     else if (change.type === 'canary.rolled_back') {
-      // Running: back to what it was tried against. Promoted: to the version it replaced.
-      if (wasRunning) state = { serving: state.serving };
-      else if (state.serving === version.version) state = { ...state, serving: version.previousVersion ?? state.serving };
+      ended.add(version.version);
+      // Running: back to what it was tried against. Promoted: to the version its promotion superseded, if that one
+      // is still superseded (an operator's rollback of it stands), else to the baseline.
+      if (wasRunning) state = { serving: state.serving, ...(state.promoted ? { promoted: state.promoted } : {}) };
+      else if (state.promoted === version.version) {
+        const restored = supersededBy.get(version.version);
+        state = restored && !ended.has(restored) ? { serving: restored, promoted: restored } : { serving: baseline };
+      }
     } else continue;
     timeline.push({ at: change.at, state });
   }
