@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
 import { afterJobBlocked, afterJobEnded } from '../canary/job-ended';
-import { checkOutput } from '../contracts/output';
+import { checkOutput, excerpt, type ContractCheck } from '../contracts/output';
 import { checkRender } from '../contracts/render-check';
 import { isTerminal } from '../jobs/status';
 import { AttemptStatus, commitAndClaim, type CommitOutcome, failAttempt, getAttempt, getAttemptToSend, listAttempts, markAttemptRunning, markAttemptUnknown, noteEvidence, recordLateUsage, type AttemptRecord } from '../ledger/attempts';
@@ -13,6 +13,7 @@ import type { ProviderUsage } from '../providers/usage';
 import type { AttemptUsage, MeteredUsage } from '../ledger/usage';
 import type { AttemptReport } from '../temporal/contract';
 import type { ActivityDeps } from './deps';
+import type { RegisteredOperation } from '../operations/operation';
 import { effectCallOfThisActivity } from './effect-call';
 
 /**
@@ -26,6 +27,22 @@ function startHeartbeat(heartbeatTimeoutMs: number): () => void {
   context.heartbeat();
   const beat = setInterval(() => context.heartbeat(), Math.max(200, Math.floor(heartbeatTimeoutMs / 3)));
   return () => clearInterval(beat);
+}
+
+/**
+ * Without effects the win is the job's end, and its result is what the
+ * operation's finalize makes of the output (no receipts): made before the
+ * commit, so a finalize that throws on this output fails the answer as the
+ * contract's own checks would, instead of the call.
+ */
+function finalized(operation: RegisteredOperation, check: ContractCheck, ends: boolean): ContractCheck | { ok: true; output: unknown; result: unknown } {
+  if (!check.ok || !ends || !operation.finalize) return check;
+  try {
+    return { ...check, result: operation.finalize(check.output as never, {}) };
+  } catch (err) {
+    const violation = `finalize threw on this output: ${(err as Error).message ?? String(err)}`.slice(0, 500);
+    return { ok: false, violations: [violation], excerpt: excerpt(JSON.stringify(check.output)) };
+  }
 }
 
 export function createAttemptActivities(deps: ActivityDeps) {
@@ -82,7 +99,8 @@ export function createAttemptActivities(deps: ActivityDeps) {
   ): Promise<{ outcome: CommitOutcome | 'violation'; output?: Record<string, unknown>; claimed?: EffectRecord }> {
     const operation = deps.operations.get(attempt.operation);
     if (!operation) throw new Error(`operation ${attempt.operation} is not registered`);
-    const check = checkOutput(operation, content);
+    const first = operation.effects?.[0];
+    const check = finalized(operation, checkOutput(operation, content), !first);
     if (!check.ok) {
       metrics.contractViolations.inc({ operation: attempt.operation, provider: attempt.provider });
       const failed = await failAttempt(db, attempt.id, from, {
@@ -98,11 +116,9 @@ export function createAttemptActivities(deps: ActivityDeps) {
       return { outcome: 'violation' };
     }
     // With effects to run, the job is not done yet: its result waits for their receipts.
-    const first = operation.effects?.[0];
     const claim = first && claimFor ? { name: first, owner: claimFor.owner, leaseMs: deps.effectTimeoutMs } : undefined;
     const hedged = operation.retry?.hedge !== undefined;
-    // Without effects the win is the job's end: its result is what finalize makes of the output (no receipts).
-    const result = !first && operation.finalize ? { result: operation.finalize(check.output as never, {}) } : {};
+    const result = 'result' in check ? { result: check.result } : {};
     const { outcome, claimed, usageRecorded, ended } = await commitAndClaim(db, attempt, check.output, { terminal: !first, ...result, ...(claim ? { claim } : {}), ...(usage ? { usage } : {}), ...(hedged ? { hedged } : {}) });
     // What the commit recorded is counted as it came back: no read of the attempt after it.
     if (usageRecorded) countUsage(attempt, usageRecorded);

@@ -24,15 +24,12 @@ import { DEFAULT_MIN_ATTEMPT_MS, type HedgePolicy, type RegisteredOperation } fr
 import { afterJobBlocked, afterJobEnded } from '../canary/job-ended';
 import { removeExpiredJobs } from '../ledger/retention';
 import { routeStepsOf, stopExpiredCanaries } from '../ledger/route-versions';
-import type { AttemptKind, JobAction, JobStep, JobTimings, RouteStep } from '../temporal/contract';
+import { RUN_SUPERSEDED, type AttemptKind, type JobAction, type JobStep, type JobTimings, type RouteStep } from '../temporal/contract';
 import { repairJobWorkflow } from '../temporal/starter';
 import type { PoolClient } from 'pg';
 import type { ActivityDeps } from './deps';
 
 type Step = JobAction;
-
-/** What a workflow of an earlier run of a reopened job is told at its next step: its run is over. */
-export const SUPERSEDED = 'superseded';
 
 /** The workflow whose activity this is, or undefined when called outside one (tests, tools). */
 function callingWorkflowId(): string | undefined {
@@ -147,7 +144,7 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
     // Removed by retention: there is nothing left to drive.
     if (!job) return { kind: 'terminal', status: 'removed' };
     // A reopened job's run is driven by its own workflow: an earlier run's, running again (its last task retried), ends here and touches nothing.
-    if (request.workflowId !== undefined && request.workflowId !== job.workflowId) return { kind: 'terminal', status: SUPERSEDED };
+    if (request.workflowId !== undefined && request.workflowId !== job.workflowId) return { kind: 'terminal', status: RUN_SUPERSEDED };
     if (job.terminal) return { kind: 'terminal', status: job.status };
     // An accepted job becomes running as its first attempt opens (openAttemptLocked), in the same statement.
     const operation = deps.operations.get(job.operation);

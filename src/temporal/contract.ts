@@ -11,6 +11,9 @@ export { DEFAULT_TASK_QUEUE } from './names';
 /** The workflow type name, as registered by the worker and started by the API. */
 export const JOB_WORKFLOW = 'jobWorkflow';
 
+/** What the workflow of an earlier run of a reopened job is told at its next step, and ends with: its run is over. */
+export const RUN_SUPERSEDED = 'superseded';
+
 export const searchAttributes = {
   principal: defineSearchAttributeKey('OnceflowPrincipal', SearchAttributeType.KEYWORD),
   operation: defineSearchAttributeKey('OnceflowOperation', SearchAttributeType.KEYWORD),

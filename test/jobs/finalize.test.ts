@@ -7,11 +7,16 @@ const supportReply = createRegistry().get('support.reply')!;
 const finalize = (output: { reply: string; escalate: boolean }, receipts: Record<string, Record<string, unknown>>) => ({ text: output.reply.toUpperCase(), receipts: Object.keys(receipts) });
 const withEffects = { ...supportReply, name: 'support.final', finalize };
 const withoutEffects = { ...supportReply, name: 'support.final-draft', effects: undefined, finalize };
+/** A finalize that cannot take what the primary answers. */
+const picky = { ...withoutEffects, name: 'support.final-picky', finalize: (output: { reply: string; escalate: boolean }) => {
+  if (output.reply.startsWith('sim-primary')) throw new Error('no primary answers here');
+  return { text: output.reply };
+} };
 
 describe("an operation's finalize", () => {
   let stack: TestStack;
   beforeAll(async () => {
-    stack = await startTestStack({ operations: createRegistry([supportReply, withEffects, withoutEffects]) });
+    stack = await startTestStack({ operations: createRegistry([supportReply, withEffects, withoutEffects, picky]) });
   });
   afterAll(() => stack.close());
 
@@ -32,4 +37,25 @@ describe("an operation's finalize", () => {
     expect(job.status).toBe('succeeded');
     expect(job.result).toEqual({ text: expect.stringMatching(/^[^a-z]+$/), receipts });
   });
+
+  it('fails an answer its finalize throws on as the contract would, and the next provider answers', async () => {
+    // Act
+    const submitted = await stack.app.inject({
+      method: 'POST',
+      url: '/v1/jobs',
+      headers: { ...auth(KEYS.alice), 'idempotency-key': randomUUID() },
+      payload: { operation: 'support.final-picky', input: { ticketId: 'T-picky', customerMessage: 'Where is my order?', channel: 'email' } },
+    });
+    const job = await waitForJob(stack, submitted.json().id, isTerminalJob);
+
+    // Assert
+    expect(job.status).toBe('succeeded');
+    expect(job.attempts.map((a: any) => [a.provider, a.status, a.error?.class])).toEqual([
+      ['sim-primary', 'failed', 'contract_violation'],
+      ['sim-backup', 'succeeded', undefined],
+    ]);
+    expect(job.attempts[0].error.detail).toMatch(/finalize threw on this output: no primary answers here/);
+    expect(job.result).toEqual({ text: expect.stringMatching(/^sim-backup/) });
+  });
 });
+
