@@ -112,8 +112,10 @@ function routeTimeline(obs: GatewayObservation, operation: string): Array<{ at: 
       // is still superseded (an operator's rollback of it stands), else to the baseline.
       if (wasRunning) state = { serving: state.serving, ...(state.promoted ? { promoted: state.promoted } : {}) };
       else if (state.promoted === version.version) {
+        // A canary running meanwhile runs on, against what serves now.
         const restored = supersededBy.get(version.version);
-        state = restored && !ended.has(restored) ? { serving: restored, promoted: restored } : { serving: baseline };
+        const running = state.running ? { running: state.running } : {};
+        state = restored && !ended.has(restored) ? { ...running, serving: restored, promoted: restored } : { ...running, serving: baseline };
       }
     } else continue;
     timeline.push({ at: change.at, state });
