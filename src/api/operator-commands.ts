@@ -81,6 +81,11 @@ export async function resolveAttemptAsOperator(deps: Pick<ApiDeps, 'db' | 'workf
  */
 export async function resolveEffectAsOperator(deps: Pick<ApiDeps, 'db' | 'workflows'>, principal: Principal, command: EffectResolutionCommand, log: FastifyBaseLogger): Promise<JobDetails> {
   const details = await jobForOperator(deps, principal, command.jobId, 'effect');
+  // "It happened" says what it became: the receipt found downstream is the job's result, and cannot be added later.
+  if (command.outcome === 'succeeded' && (!command.receipt || Object.keys(command.receipt).length === 0)) {
+    const detail = 'an effect settled as succeeded needs the receipt found downstream (e.g. {"messageId": "m-1"})';
+    throw new ProblemError(400, ProblemType.validation, 'Invalid request', detail, { errors: [{ pointer: '/receipt', detail }] });
+  }
   try {
     await resolveEffect(deps.db, { jobId: details.job.id, name: command.name, outcome: command.outcome, reason: command.reason, by: principal.label, receipt: command.receipt });
   } catch (err) {

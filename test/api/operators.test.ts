@@ -110,6 +110,36 @@ describe('operator keys', () => {
     expect(byOperator.json().effects[0]).toMatchObject({ status: 'succeeded', receipt: { messageId: 'm-1' }, resolution: { by: expect.stringMatching(/^operator:/) } });
   });
 
+  it('settles an effect as succeeded only with the receipt found downstream: without one, a 400, and it stays in review', async () => {
+    // Arrange
+    const jobId = await aliceJob();
+    const winner = await openAttempt(stack.db.pool, { jobId, provider: 'sim-primary', model: 'sim-small' });
+    if (winner.kind !== 'opened') throw new Error('no attempt');
+    await markAttemptRunning(stack.db.pool, winner.attempt.id);
+    await commitAttemptResult(stack.db.pool, winner.attempt.id, { reply: 'ok', escalate: false }, { terminal: false });
+    await claimEffect(stack.db.pool, { jobId, name: 'message.send', owner: 'test', leaseMs: 60_000 });
+    await stack.db.pool.query(`UPDATE effects SET status = 'needs_review', settled_at = now() WHERE job_id = $1`, [jobId]);
+    const settle = (receipt?: unknown) =>
+      stack.app.inject({
+        method: 'POST',
+        url: `/v1/jobs/${jobId}/effects/message.send/resolution`,
+        headers: auth(KEYS.operator),
+        payload: { outcome: 'succeeded', reason: 'it went out', ...(receipt === undefined ? {} : { receipt }) },
+      });
+
+    // Act
+    const without = await settle();
+    const empty = await settle({});
+
+    // Assert
+    for (const response of [without, empty]) {
+      expect(response.statusCode).toBe(400);
+      expect(response.json()).toMatchObject({ errors: [expect.objectContaining({ pointer: '/receipt' })] });
+    }
+    const job = (await stack.app.inject({ method: 'GET', url: `/v1/jobs/${jobId}`, headers: auth(KEYS.operator) })).json();
+    expect(job.effects[0].status).toBe('needs_review');
+  });
+
   it('sees providers, and a tenant may not', async () => {
     // Act
     const byTenant = await stack.app.inject({ method: 'GET', url: '/v1/providers', headers: auth(KEYS.alice) });
