@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 /**
+ * `onceflow check [--operations FILE] [--providers FILE]` (see check/command.ts)
  * `onceflow contracts verify [--operation NAME] [--provider NAME] [--samples N]`
  * `onceflow histories collect|replay ...` (see cli/histories.ts)
  * `onceflow keys create|list|revoke ...` (see cli/keys.ts)
@@ -11,6 +12,7 @@
  * passed, 1 when one failed, 2 on bad usage.
  */
 import { parseArgs } from 'node:util';
+import { CHECK_USAGE, checkCommand } from '../check/command';
 import { loadConfig } from '../config';
 import { verifyContracts } from '../contracts/verify';
 import { migrate } from '../db/migrate';
@@ -23,7 +25,8 @@ import { KEYS_USAGE, keysCommand } from './keys';
 import { OPERATOR_GROUPS, OPERATOR_USAGE, operatorCommand } from './operator';
 
 const USAGE = [
-  'usage: onceflow contracts verify [--operation NAME] [--provider NAME] [--samples N]',
+  CHECK_USAGE,
+  '       onceflow contracts verify [--operation NAME] [--provider NAME] [--samples N]',
   HISTORIES_USAGE.replace('usage: ', '       '),
   KEYS_USAGE.replace('usage: ', '       '),
   OPERATOR_USAGE.replace('usage: ', '       '),
@@ -38,6 +41,7 @@ const isUsageError = (err: unknown): boolean => err instanceof UsageError || Str
  */
 export async function runCli(argv: string[], io: CliIo = processIo): Promise<number> {
   const [group, command, ...rest] = argv;
+  if (group === 'check') return checkCommand(argv.slice(1), io);
   try {
     if (group === 'keys') return await keysCommand(command, rest, io);
     if (group !== undefined && OPERATOR_GROUPS.includes(group)) return await operatorCommand(group, command, rest, io);
@@ -67,7 +71,8 @@ export async function runCli(argv: string[], io: CliIo = processIo): Promise<num
   try {
     await assertReachable(db, config.databaseUrl);
     await migrate(db);
-    const operations = loadOperations(config.operationsFile).registry;
+    // A dev tool like `onceflow check`: TypeScript modules load through tsx.
+    const operations = loadOperations(config.operationsFile, { typeScriptModules: true }).registry;
     const { providers, routeFor } = await loadProviders(config, operations);
     const records = await verifyContracts({ db, operations, providers, routeFor }, { operation: values.operation, provider: values.provider }, { samples: config.contracts.samples, timeoutMs: config.attempts.timeoutMs });
     if (records.length === 0) {

@@ -6,16 +6,20 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import Ajv, { type AnySchema, type ErrorObject, type ValidateFunction } from 'ajv';
+import Ajv, { type AnySchema, type ValidateFunction } from 'ajv';
 import YAML, { LineCounter } from 'yaml';
 import { promptPlaceholders } from '../contracts/prompt';
 import { BUILT_IN_EFFECTS } from '../effects/built-in';
+import { unknownPlaceholders } from '../effects/http-template';
 import type { HttpEffectDeclaration } from '../effects/http-declaration';
 import { operationsDir, schemasDir } from '../paths';
 import { compileChecks, compileResult, escapeToken, pointerTokens } from './declared';
 import type { OperationSpec } from './define';
-import { registerOperation, type InputVersion, type JsonSchema, type OperationDefinition } from './operation';
-import { OperationsFileError, positionOf, type OperationProblem } from './problems';
+import { ModuleNotLoadedError, requireOperationModule, type ModuleLoadOptions } from './modules';
+import { BUILT_IN_RECEIPT_FIELDS, declaredReceiptFields } from './receipt-fields';
+import { schemaProblems } from './schema-problems';
+import { registerOperation, type DeclarationOrigin, type InputVersion, type JsonSchema, type OperationDefinition } from './operation';
+import { OperationsFileError, yamlLocator, type Locator, type OperationProblem } from './problems';
 import type { OperationRegistry } from './registry';
 
 /** The demo operations (support.reply), used when ONCEFLOW_OPERATIONS_FILE is unset. */
@@ -32,7 +36,19 @@ export interface LoadedOperations {
   httpEffects: HttpEffectDeclaration[];
 }
 
-type Report = (pointer: string, problem: string) => void;
+/** Reports a problem at a pointer; `text`, when given, is where inside the value it stands. */
+type Report = (pointer: string, problem: string, text?: string) => void;
+
+/** How the operations file is loaded in this process. */
+export interface LoadOperationsOptions {
+  /**
+   * Whether `module:` entries may be TypeScript (.ts, .mts, .cts), loaded
+   * through tsx: true under `npm start` and `onceflow check`; false (the
+   * default) under `npm run api` and `npm run worker`, which run compiled
+   * JavaScript and refuse a TypeScript module, saying how to compile it.
+   */
+  typeScriptModules?: boolean;
+}
 
 const fileSchema = JSON.parse(readFileSync(OPERATIONS_SCHEMA_FILE, 'utf8')) as JsonSchema & { $id: string };
 // strictRequired off: the check rules are told apart by `oneOf: [{required: [nonBlank]}, …]`, which
@@ -43,19 +59,50 @@ const validateFile = schemaAjv.getSchema(fileSchema.$id)!;
 const validateModuleSpec = schemaAjv.getSchema(`${fileSchema.$id}#/definitions/operation`)!;
 
 /**
+ * What reading an operations file found: every problem, and whatever could be
+ * used all the same, so that one run can check everything else too.
+ */
+export interface OperationsInspection {
+  file: string;
+  problems: OperationProblem[];
+  /** The operations that have no problem of their own. */
+  registry: OperationRegistry;
+  /** Every operation that could be read (with problems of its own or not): what the providers and effects are checked against. */
+  declared: DeclaredOperation[];
+  /** The HTTP effects the file declares, once the file fits its schema (none before). */
+  httpEffects: HttpEffectDeclaration[];
+  /** Where a pointer is in the file (nothing known for a file that could not be read or parsed). */
+  locate: Locator;
+}
+
+/** An operation as far as its route and effects go, from a declaration or a module that fits the schema. */
+export interface DeclaredOperation {
+  name: string;
+  defaultRoute: readonly string[];
+  effects: readonly string[];
+  origin: DeclarationOrigin;
+}
+
+/**
  * Reads, checks and registers the operations of `file` (default: the demo file).
- * Modules named by `module:` entries are loaded with require, relative to the file.
+ * Modules named by `module:` entries are loaded with Node's require, relative
+ * to the file (TypeScript through tsx when `options.typeScriptModules`).
  * @throws OperationsFileError listing every problem found.
  */
-export function loadOperations(file: string = DEMO_OPERATIONS_FILE): LoadedOperations {
+export function loadOperations(file: string = DEMO_OPERATIONS_FILE, options: LoadOperationsOptions = {}): LoadedOperations {
+  return usable(readOperations(file, options));
+}
+
+/** Reads and checks `file` as loadOperations does, returning the problems instead of throwing them. */
+export function readOperations(file: string = DEMO_OPERATIONS_FILE, options: LoadOperationsOptions = {}): OperationsInspection {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    throw new OperationsFileError([{ file, pointer: '', problem: `cannot read the file (${code ?? String(error)})` }], { cause: error });
+    return { file, problems: [{ file, pointer: '', problem: `cannot read the file (${code ?? String(error)})` }], registry: new Map(), declared: [], httpEffects: [], locate: () => undefined };
   }
-  return parseOperations(text, file);
+  return inspectOperations(text, file, options);
 }
 
 let demo: LoadedOperations | undefined;
@@ -73,19 +120,33 @@ export function demoOperations(): LoadedOperations {
  * Checks and registers the operations in `text`, which came from `file`.
  * @throws OperationsFileError listing every problem found.
  */
-export function parseOperations(text: string, file: string): LoadedOperations {
+export function parseOperations(text: string, file: string, options: LoadOperationsOptions = {}): LoadedOperations {
+  return usable(inspectOperations(text, file, options));
+}
+
+/** @throws OperationsFileError listing the inspection's problems, when it found any. */
+function usable(inspection: OperationsInspection): LoadedOperations {
+  if (inspection.problems.length > 0) throw new OperationsFileError(inspection.problems);
+  return { file: inspection.file, registry: inspection.registry, httpEffects: inspection.httpEffects };
+}
+
+/** Checks the operations in `text`, which came from `file`: every problem, and the operations that have none. */
+export function inspectOperations(text: string, file: string, options: LoadOperationsOptions = {}): OperationsInspection {
+  const moduleOptions: ModuleLoadOptions = { typeScriptModules: options.typeScriptModules === true };
   const problems: OperationProblem[] = [];
   const lines = new LineCounter();
   const document = YAML.parseDocument(text, { lineCounter: lines, uniqueKeys: true, prettyErrors: false });
+  const nothing = { file, problems, registry: new Map(), declared: [], httpEffects: [] };
   if (document.errors.length > 0) {
     for (const error of document.errors) {
       const position = lines.linePos(error.pos[0]);
       problems.push({ file, pointer: '', problem: `invalid YAML: ${error.message.split('\n')[0]}`, line: position.line, column: position.col });
     }
-    throw new OperationsFileError(problems);
+    return { ...nothing, locate: () => undefined };
   }
-  const report = (atFile: string): Report => (pointer, problem) => {
-    const position = atFile === file ? positionOf(document, lines, pointer) : undefined;
+  const locate = yamlLocator(document, lines, text);
+  const report = (atFile: string): Report => (pointer, problem, text) => {
+    const position = atFile === file ? locate(pointer, text) : undefined;
     problems.push({ file: atFile, pointer, problem, ...(position ? { line: position.line, column: position.column } : {}) });
   };
   const inFile = report(file);
@@ -93,36 +154,61 @@ export function parseOperations(text: string, file: string): LoadedOperations {
   const data: unknown = document.toJS();
   if (!validateFile(data)) {
     for (const error of schemaProblems(validateFile.errors ?? [])) inFile(error.pointer, error.problem);
-    throw new OperationsFileError(problems);
+    return { ...nothing, locate };
   }
   const content = data as { operations: Array<JsonSchema>; effects?: HttpEffectDeclaration[] };
 
-  const httpEffects = content.effects ?? [];
-  const knownEffects = new Set<string>(BUILT_IN_EFFECTS);
+  const httpEffects = (content.effects ?? []).map(withStatusStrings);
+  // Every effect an operation may name, with the fields each of its receipts has.
+  const receipts = new Map<string, readonly string[]>(Object.entries(BUILT_IN_RECEIPT_FIELDS));
   httpEffects.forEach((effect, index) => {
-    if (knownEffects.has(effect.name)) inFile(`/effects/${index}/name`, `effect ${JSON.stringify(effect.name)} is ${(BUILT_IN_EFFECTS as readonly string[]).includes(effect.name) ? 'built in' : 'declared twice'}`);
-    knownEffects.add(effect.name);
+    if (receipts.has(effect.name)) inFile(`/effects/${index}/name`, `effect ${JSON.stringify(effect.name)} is ${(BUILT_IN_EFFECTS as readonly string[]).includes(effect.name) ? 'built in' : 'declared twice'}`);
+    else receipts.set(effect.name, declaredReceiptFields(effect));
+    checkPlaceholders(effect, `/effects/${index}`, inFile);
   });
 
   const definitions: OperationDefinition[] = [];
+  const declared: DeclaredOperation[] = [];
   const names = new Map<string, string>();
   content.operations.forEach((entry, index) => {
     const at = `/operations/${index}`;
-    const loaded = typeof entry.module === 'string' ? loadModule(file, entry.module, `${at}/module`, inFile, report) : { spec: entry as OperationSpec, file, pointer: at, report: inFile };
+    const loaded = typeof entry.module === 'string' ? loadModule(file, entry.module, `${at}/module`, moduleOptions, inFile, report) : { spec: entry as OperationSpec, file, pointer: at, report: inFile };
     if (!loaded) return;
     const { spec, pointer } = loaded;
     const previous = names.get(spec.name);
     if (previous !== undefined) loaded.report(`${pointer}/name`, `operation ${JSON.stringify(spec.name)} is already declared at ${previous}`);
     names.set(spec.name, loaded.file === file ? pointer : loaded.file);
-    const definition = checkSpec(spec, { file: loaded.file, pointer }, knownEffects, loaded.report);
-    if (definition) definitions.push(definition);
+    declared.push({ name: spec.name, defaultRoute: [...spec.route], effects: [...(spec.effects ?? [])], origin: { file: loaded.file, pointer } });
+    const definition = checkSpec(spec, { file: loaded.file, pointer }, receipts, loaded.report);
+    if (definition && previous === undefined) definitions.push(definition);
   });
-  if (problems.length > 0) throw new OperationsFileError(problems);
   return {
     file,
+    problems,
     registry: new Map(definitions.map((definition) => [definition.name, registerOperation(definition)])),
-    httpEffects: httpEffects.map(withStatusStrings),
+    declared,
+    httpEffects,
+    locate,
   };
+}
+
+/**
+ * The placeholders of a declared effect's body and URLs name what a job has
+ * (createHttpEffect refuses the others when the worker starts; here each is
+ * named where it stands, all at once).
+ */
+function checkPlaceholders(effect: HttpEffectDeclaration, at: string, report: Report): void {
+  const check = (text: string, pointer: string): void => {
+    for (const path of unknownPlaceholders(text)) report(pointer, `{{${path}}} names nothing a job has; placeholders may name input, output, job.id, job.operation and key`, `{{${path}`);
+  };
+  const visit = (value: unknown, pointer: string): void => {
+    if (typeof value === 'string') check(value, pointer);
+    else if (Array.isArray(value)) value.forEach((item, index) => visit(item, `${pointer}/${index}`));
+    else if (value !== null && typeof value === 'object') for (const [key, item] of Object.entries(value)) visit(item, `${pointer}/${escapeToken(key)}`);
+  };
+  check(effect.url, `${at}/url`);
+  if (effect.lookup) check(effect.lookup.url, `${at}/lookup/url`);
+  visit(effect.body, `${at}/body`);
 }
 
 /** A declaration with its status codes as strings (YAML reads `[200]` as numbers), as HttpEffectDeclaration says. */
@@ -136,16 +222,15 @@ function withStatusStrings(effect: HttpEffectDeclaration): HttpEffectDeclaration
 }
 
 /** An operation module's default export, checked against the file schema's operation. */
-function loadModule(file: string, modulePath: string, at: string, inFile: Report, report: (file: string) => Report): { spec: OperationSpec; file: string; pointer: string; report: Report } | undefined {
+function loadModule(file: string, modulePath: string, at: string, options: ModuleLoadOptions, inFile: Report, report: (file: string) => Report): { spec: OperationSpec; file: string; pointer: string; report: Report } | undefined {
   const resolved = path.resolve(path.dirname(file), modulePath);
   const moduleFile = path.join(path.dirname(file), modulePath);
   let exported: unknown;
   try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports -- operation modules are loaded once, at start
-    const required = require(resolved) as { default?: unknown };
+    const required = requireOperationModule(resolved, modulePath, path.resolve(file), options) as { default?: unknown } | null;
     exported = required?.default ?? required;
   } catch (error) {
-    inFile(at, `cannot load ${modulePath}: ${(error as Error).message.split('\n')[0]}`);
+    inFile(at, error instanceof ModuleNotLoadedError ? error.message : `cannot load ${modulePath}: ${(error as Error).message.split('\n')[0]}`);
     return undefined;
   }
   const inModule = report(moduleFile);
@@ -165,7 +250,7 @@ function loadModule(file: string, modulePath: string, at: string, inFile: Report
 }
 
 /** What the schema of the file cannot say; the definition when nothing is wrong. */
-function checkSpec(spec: OperationSpec, origin: { file: string; pointer: string }, knownEffects: ReadonlySet<string>, report: Report): OperationDefinition | undefined {
+function checkSpec(spec: OperationSpec, origin: { file: string; pointer: string }, receipts: ReadonlyMap<string, readonly string[]>, report: Report): OperationDefinition | undefined {
   const at = origin.pointer;
   // Collected here, so the definition is built only when this operation has none.
   const found: Array<[pointer: string, problem: string]> = [];
@@ -229,7 +314,7 @@ function checkSpec(spec: OperationSpec, origin: { file: string; pointer: string 
   });
 
   (spec.effects ?? []).forEach((name, index) => {
-    if (!knownEffects.has(name)) counted(`${at}/effects/${index}`, `effect ${JSON.stringify(name)} has no adapter: it is neither built in (${BUILT_IN_EFFECTS.join(', ')}) nor declared under effects`);
+    if (!receipts.has(name)) counted(`${at}/effects/${index}`, `effect ${JSON.stringify(name)} has no adapter: it is neither built in (${BUILT_IN_EFFECTS.join(', ')}) nor declared under effects`);
   });
   // Hedging sends a second request while the first may still be executing: only an operation with no side effects may.
   if (spec.retry?.hedge && (spec.effects ?? []).length > 0) {
@@ -240,7 +325,11 @@ function checkSpec(spec: OperationSpec, origin: { file: string; pointer: string 
     counted(`${at}/deadline/defaultMs`, `the default deadline (${deadline.defaultMs} ms) is later than the maximum (${deadline.maxMs} ms)`);
   }
   for (const [field, from] of Object.entries(spec.result?.fields ?? {})) {
-    if (!(spec.effects ?? []).includes(from.effect)) counted(`${at}/result/fields/${escapeToken(field)}/effect`, `${JSON.stringify(from.effect)} is not one of this operation's effects`);
+    const pointer = `${at}/result/fields/${escapeToken(field)}`;
+    if (!(spec.effects ?? []).includes(from.effect)) counted(`${pointer}/effect`, `${JSON.stringify(from.effect)} is not one of this operation's effects`);
+    // A field no receipt of the effect has would be missing from every result.
+    const fields = receipts.get(from.effect);
+    if (fields && !fields.includes(from.field)) counted(`${pointer}/field`, `${JSON.stringify(from.field)} is not a field of the receipt of ${from.effect} (its fields: ${fields.join(', ')})`);
   }
 
   for (const [pointer, problem] of found) report(pointer, problem);
@@ -307,33 +396,4 @@ function schemaAt(schema: JsonSchema, pointer: string): JsonSchema | undefined {
     else return undefined;
   }
   return node;
-}
-
-/** Ajv's errors against the file schema as problems: one per place, saying what is wrong there. */
-function schemaProblems(errors: readonly ErrorObject[]): Array<{ pointer: string; problem: string }> {
-  const branched = new Set(errors.filter((error) => error.keyword === 'oneOf').map((error) => error.instancePath));
-  const out = new Map<string, { pointer: string; problem: string }>();
-  for (const error of errors) {
-    // An if/then/else names the branch that failed; the branch's own errors say why.
-    if (error.keyword === 'if') continue;
-    // A oneOf's branches each fail for their own reason; the oneOf says what was meant.
-    if (/\/oneOf\/\d+\//.test(error.schemaPath) && branched.has(error.instancePath)) continue;
-    const params = error.params as { missingProperty?: string; additionalProperty?: string; allowedValues?: unknown[] };
-    let pointer = error.instancePath;
-    let problem: string;
-    if (error.keyword === 'additionalProperties') {
-      pointer = `${pointer}/${escapeToken(params.additionalProperty ?? '')}`;
-      problem = 'is not a known key';
-    } else if (error.keyword === 'required') {
-      problem = `must have ${params.missingProperty}`;
-    } else if (error.keyword === 'oneOf') {
-      problem = `must be ${(error.parentSchema as { description?: string } | undefined)?.description ?? 'exactly one of its forms'}`;
-    } else if (params.allowedValues) {
-      problem = `must be one of ${params.allowedValues.map((value) => JSON.stringify(value)).join(', ')}`;
-    } else {
-      problem = error.message ?? `fails ${error.keyword}`;
-    }
-    out.set(`${pointer} ${problem}`, { pointer, problem });
-  }
-  return [...out.values()];
 }

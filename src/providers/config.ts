@@ -1,17 +1,20 @@
 /**
  * The provider configuration: which AI providers exist and, per operation, the
  * route of providers and models to try in failover order. Parsed and checked
- * once at boot; a mistake stops the boot with a one-line message naming the
- * file and the key.
+ * once at boot against schemas/providers.schema.json and then for what a
+ * schema cannot say; every problem names the file, line:column and the JSON
+ * pointer, all at once.
  *
  * The file is YAML (JSON is valid YAML too):
  *
  * ```yaml
+ * # yaml-language-server: $schema=../schemas/providers.schema.json
  * providers:                         # at least one; names: letters, digits, . _ -
  *   sim-primary:
  *     kind: openai-compatible        # or: anthropic
- *     baseUrl: http://127.0.0.1:7301/v1   # required for openai-compatible (with the /v1);
- *                                    # optional for anthropic (default https://api.anthropic.com)
+ *     baseUrl: ${ONCEFLOW_SIM_PRIMARY_URL}   # required for openai-compatible (with the /v1);
+ *                                    # optional for anthropic (default https://api.anthropic.com);
+ *                                    # ${NAME} parts are read from the environment at start
  *     apiKeyEnv: SIM_API_KEY         # optional: the NAME of the environment variable holding
  *                                    # the key; the key itself never goes in this file
  *     lookup: true                   # optional, openai-compatible only: the server answers
@@ -32,8 +35,16 @@
  * whose `apiKeyEnv` variable is unset fails `createProviders`, even if no route
  * uses it: comment out what you do not use.
  */
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import YAML from 'yaml';
+import path from 'node:path';
+import Ajv from 'ajv';
+import YAML, { LineCounter } from 'yaml';
+import { resolveEnv } from '../effects/http-env';
+import { escapeToken } from '../operations/declared';
+import { formatProblem, sortProblems, yamlLocator, type Locator, type OperationProblem } from '../operations/problems';
+import { addProblemKeyword, schemaProblems } from '../operations/schema-problems';
+import { operationsDir, schemasDir } from '../paths';
 import { createAnthropicProvider } from './anthropic';
 import { createOpenAiCompatibleProvider } from './openai-compatible';
 import type { ProviderAdapter } from './types';
@@ -84,21 +95,71 @@ export interface ProvidersConfig {
   readonly source: string;
   readonly providers: ReadonlyMap<string, ProviderSettings>;
   readonly routes: ReadonlyMap<string, readonly RouteEntry[]>;
+  /** Where a pointer is in the file it came from. */
+  readonly locate?: Locator;
 }
 
-/** A provider configuration that cannot be used; the message names the file and, where there is one, the key. */
+/**
+ * A provider configuration that cannot be used. A file's problems are each
+ * `file:line:column: pointer: what is wrong`, all of them; a problem found
+ * later (an unset key variable, a route without a price) names the file and
+ * the key, `file: providers.NAME.KEY: what is wrong`.
+ */
 export class ProvidersConfigError extends Error {
   override readonly name = 'ProvidersConfigError';
+  /** Every problem, each with its JSON pointer (and line:column when known). */
+  readonly problems: readonly OperationProblem[];
 
+  /** `problem`: one problem at `key`, or the problems of the file, one a line. */
   constructor(
     readonly source: string,
     readonly key: string | undefined,
-    problem: string,
-    options?: { cause?: unknown },
+    problem: string | readonly OperationProblem[],
+    options?: { cause?: unknown; pointer?: string },
   ) {
-    super(key === undefined ? `${source}: ${problem}` : `${source}: ${key}: ${problem}`, options);
+    super(typeof problem !== 'string' ? problem.map(formatProblem).join('\n') : key === undefined ? `${source}: ${problem}` : `${source}: ${key}: ${problem}`, options);
+    this.problems = typeof problem !== 'string' ? problem : [{ file: source, pointer: options?.pointer ?? '', problem }];
   }
 }
+
+/**
+ * A problem of a providers configuration found after it was read: its place
+ * as a JSON pointer (`text`: where inside the value), and as the dotted key
+ * the thrown error names.
+ */
+export interface ProviderProblem {
+  pointer: string;
+  key: string;
+  problem: string;
+  text?: string;
+}
+
+/** This problem in the file, at its line and column when the configuration knows them. */
+export function locatedProblem(config: ProvidersConfig, problem: ProviderProblem): OperationProblem {
+  const position = config.locate?.(problem.pointer, problem.text);
+  return { file: config.source, pointer: problem.pointer, problem: problem.problem, ...(position ? { line: position.line, column: position.column } : {}) };
+}
+
+const thrown = (config: ProvidersConfig, problem: ProviderProblem): ProvidersConfigError => new ProvidersConfigError(config.source, problem.key, problem.problem, { pointer: problem.pointer });
+
+/** The JSON Schema every providers file is checked against. */
+export const PROVIDERS_SCHEMA_FILE = path.join(schemasDir, 'providers.schema.json');
+
+/**
+ * The environment variables a providers file finds the simulators by:
+ * `baseUrl: ${ONCEFLOW_SIM_PRIMARY_URL}`. Unset, each is where SIM_*_PORT
+ * puts its simulator (config.simulators); `npm start` sets them to where it
+ * started them.
+ */
+export const SIM_URL_ENV = { primary: 'ONCEFLOW_SIM_PRIMARY_URL', backup: 'ONCEFLOW_SIM_BACKUP_URL' } as const;
+
+/** The simulators' URLs as the variables of SIM_URL_ENV, for an environment to set. */
+export function simulatorUrlEnv(simulators: SimulatorUrls): Record<string, string> {
+  return { [SIM_URL_ENV.primary]: simulators.primaryUrl, [SIM_URL_ENV.backup]: simulators.backupUrl };
+}
+
+/** The demo providers file: the two simulators, by SIM_URL_ENV. */
+export const DEMO_PROVIDERS_FILE = path.join(operationsDir, 'demo-providers.yaml');
 
 /** Where the two simulated providers answer: base URLs ending in `/v1`. */
 export interface SimulatorUrls {
@@ -107,58 +168,15 @@ export interface SimulatorUrls {
 }
 
 /**
- * The dev stack's providers: the two simulators, wherever they listen
- * (`npm start` passes the ports it started them on; SIM_PRIMARY_PORT and
- * SIM_BACKUP_PORT move them), and the demo operation's route across them. The
- * real providers are commented out so that no key is ever needed to start.
+ * The dev stack's providers (operations/demo-providers.yaml): the two
+ * simulators, wherever they listen (`npm start` passes the ports it started
+ * them on; SIM_PRIMARY_PORT and SIM_BACKUP_PORT move them), and the demo
+ * operation's route across them. The real providers are commented out so that
+ * no key is ever needed to start.
  */
 export function builtInProvidersYaml(simulators: SimulatorUrls): string {
-  return `# Onceflow providers. See the top of src/providers/config.ts for the format.
-providers:
-  sim-primary:
-    kind: openai-compatible
-    baseUrl: ${simulators.primaryUrl}
-    lookup: true
-    defaultModel: sim-small
-    prices:
-      sim-small: { inputPerMillion: "${SIM_PRICES.small.inputPerMillion}", outputPerMillion: "${SIM_PRICES.small.outputPerMillion}", currency: ${SIM_PRICES.small.currency} }
-  sim-backup:
-    kind: openai-compatible
-    baseUrl: ${simulators.backupUrl}
-    lookup: true
-    defaultModel: sim-large
-    prices:
-      sim-large: { inputPerMillion: "${SIM_PRICES.large.inputPerMillion}", outputPerMillion: "${SIM_PRICES.large.outputPerMillion}", currency: ${SIM_PRICES.large.currency} }
-
-  # OpenAI (export OPENAI_API_KEY=...):
-  # openai:
-  #   kind: openai-compatible
-  #   baseUrl: https://api.openai.com/v1
-  #   apiKeyEnv: OPENAI_API_KEY
-  #   defaultModel: gpt-4o-mini
-  #   prices:
-  #     gpt-4o-mini: { inputPerMillion: "0.15", outputPerMillion: "0.60", currency: USD }
-
-  # A local OpenAI-compatible server, no key: vLLM (vllm serve ...) or Ollama.
-  # local:
-  #   kind: openai-compatible
-  #   baseUrl: http://127.0.0.1:8000/v1      # Ollama: http://127.0.0.1:11434/v1
-  #   defaultModel: Qwen/Qwen2.5-7B-Instruct  # Ollama: e.g. llama3.1
-
-  # Anthropic (export ANTHROPIC_API_KEY=...):
-  # anthropic:
-  #   kind: anthropic
-  #   apiKeyEnv: ANTHROPIC_API_KEY
-  #   defaultModel: claude-sonnet-4-5
-  #   maxTokens: 1024
-  #   prices:
-  #     claude-sonnet-4-5: { inputPerMillion: "3", outputPerMillion: "15", currency: USD }
-
-routes:
-  support.reply:
-    - { provider: sim-primary, model: sim-small }
-    - { provider: sim-backup, model: sim-large }
-`;
+  const urls = simulatorUrlEnv(simulators);
+  return readFileSync(DEMO_PROVIDERS_FILE, 'utf8').replace(/^( +baseUrl: )\$\{(ONCEFLOW_SIM_[A-Z]+_URL)\}$/gm, (whole, key: string, name: string) => (urls[name] === undefined ? whole : `${key}${urls[name]}`));
 }
 
 /**
@@ -173,70 +191,182 @@ export const SIM_PRICES = {
 /** The built-in providers with the simulators on their default ports (7301, 7302). */
 export const DEFAULT_PROVIDERS_YAML = builtInProvidersYaml({ primaryUrl: 'http://127.0.0.1:7301/v1', backupUrl: 'http://127.0.0.1:7302/v1' });
 
-const TOP_LEVEL_KEYS = ['providers', 'routes'] as const;
-const PROVIDER_KEYS = ['kind', 'baseUrl', 'apiKeyEnv', 'lookup', 'defaultModel', 'maxTokens', 'prices'] as const;
-const PRICE_KEYS = ['inputPerMillion', 'outputPerMillion', 'currency'] as const;
-/** A non-negative decimal as a string: "0.15", "3", "10.00". */
-const DECIMAL = /^(0|[1-9][0-9]{0,8})(\.[0-9]{1,12})?$/;
-const CURRENCY = /^[A-Z]{3}$/;
-const ROUTE_ENTRY_KEYS = ['provider', 'model'] as const;
-const PROVIDER_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
-const ENV_VAR_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const providersSchema = JSON.parse(readFileSync(PROVIDERS_SCHEMA_FILE, 'utf8')) as Record<string, unknown>;
+// allowUnionTypes: an empty `routes:` is null. strictRequired off: a kind's then-branch requires baseUrl, declared one level up. verbose: a problem reads its schema's x-problem.
+const schemaAjv = new Ajv({ allErrors: true, strict: true, strictRequired: false, allowUnionTypes: true, verbose: true });
+addProblemKeyword(schemaAjv);
+const validateFile = schemaAjv.compile(providersSchema);
+
+/** What reading a providers file found: every problem, and the configuration when the file fits its schema. */
+export interface ProvidersInspection {
+  /** Set when the file fits the schema, also when it has other problems (so that one run finds those of the routes too). */
+  config?: ProvidersConfig;
+  problems: OperationProblem[];
+  /** The environment variables the file reads: its baseUrls' `${NAME}`s and its apiKeyEnv names. */
+  variables: string[];
+}
+
+/** The file as the schema has it. */
+interface ProvidersDocument {
+  providers: Record<string, { kind: ProviderKind; baseUrl?: string; apiKeyEnv?: string; lookup?: boolean; defaultModel?: string; maxTokens?: number; prices?: Record<string, ModelPrice> }>;
+  routes?: Record<string, RouteEntry[]> | null;
+}
 
 /**
- * Parses and validates a provider configuration.
- * @throws ProvidersConfigError naming `source` and the offending key.
+ * Parses and validates a provider configuration. `${NAME}` parts of a
+ * baseUrl are read from `env`.
+ * @throws ProvidersConfigError naming every problem, with `source`, its line and column and the JSON pointer.
  */
-export function parseProvidersConfig(text: string, source: string): ProvidersConfig {
-  const fail = (key: string | undefined, problem: string, cause?: unknown): never => {
-    throw new ProvidersConfigError(source, key, problem, cause === undefined ? undefined : { cause });
+export function parseProvidersConfig(text: string, source: string, env: NodeJS.ProcessEnv = process.env): ProvidersConfig {
+  const { config, problems } = inspectProvidersConfig(text, source, env);
+  if (!config || problems.length > 0) throw new ProvidersConfigError(source, undefined, sortProblems(problems));
+  return config;
+}
+
+/** Checks a provider configuration as parseProvidersConfig does, returning its problems instead of throwing them. */
+export function inspectProvidersConfig(text: string, source: string, env: NodeJS.ProcessEnv = process.env): ProvidersInspection {
+  const problems: OperationProblem[] = [];
+  const lines = new LineCounter();
+  const document = YAML.parseDocument(text, { lineCounter: lines, uniqueKeys: true, prettyErrors: false });
+  if (document.errors.length > 0) {
+    for (const error of document.errors) {
+      const position = lines.linePos(error.pos[0]);
+      problems.push({ file: source, pointer: '', problem: `invalid YAML: ${error.message.split('\n')[0]}`, line: position.line, column: position.col });
+    }
+    return { problems, variables: [] };
+  }
+  const locate = yamlLocator(document, lines, text);
+  const report = (pointer: string, problem: string, within?: string): void => {
+    const position = locate(pointer, within);
+    problems.push({ file: source, pointer, problem, ...(position ? { line: position.line, column: position.column } : {}) });
   };
-
-  let document: unknown;
-  try {
-    document = YAML.parse(text, { uniqueKeys: true });
-  } catch (error) {
-    const where = error instanceof YAML.YAMLError && error.linePos ? `line ${error.linePos[0].line}, column ${error.linePos[0].col}` : undefined;
-    const message = error instanceof Error ? (error.message.split('\n')[0] ?? '') : String(error);
-    return fail(where, `invalid YAML: ${message}`, error);
+  const data: unknown = document.toJS();
+  if (!validateFile(data)) {
+    for (const error of schemaProblems(validateFile.errors ?? [])) report(error.pointer, error.problem);
+    return { problems, variables: [] };
   }
-  if (!isMapping(document)) return fail(undefined, "must be a mapping with 'providers' (and optionally 'routes')");
-  rejectUnknownKeys(document, TOP_LEVEL_KEYS, undefined, fail);
+  const file = data as ProvidersDocument;
+  const variables = new Set<string>();
 
-  const providersNode = document.providers;
-  if (providersNode === undefined || providersNode === null) return fail('providers', 'is required');
-  if (!isMapping(providersNode)) return fail('providers', 'must be a mapping of provider names to settings');
   const providers = new Map<string, ProviderSettings>();
-  for (const [name, node] of Object.entries(providersNode)) {
-    providers.set(name, parseProvider(name, node, fail));
+  for (const [name, node] of Object.entries(file.providers)) {
+    const at = `/providers/${escapeToken(name)}`;
+    const settings: { -readonly [K in keyof ProviderSettings]: ProviderSettings[K] } = {
+      name,
+      kind: node.kind,
+      lookup: node.lookup ?? false,
+      prices: new Map(Object.entries(node.prices ?? {}).map(([model, price]) => [model, { inputPerMillion: price.inputPerMillion, outputPerMillion: price.outputPerMillion, currency: price.currency }])),
+    };
+    if (node.baseUrl !== undefined) {
+      for (const name of unsetEnvReferences(node.baseUrl, {})) variables.add(name);
+      settings.baseUrl = baseUrlOf(node.baseUrl, env, (problem, within) => report(`${at}/baseUrl`, problem, within));
+    }
+    if (node.apiKeyEnv !== undefined) {
+      variables.add(node.apiKeyEnv);
+      settings.apiKeyEnv = node.apiKeyEnv;
+    }
+    if (node.defaultModel !== undefined) settings.defaultModel = node.defaultModel;
+    if (node.maxTokens !== undefined) settings.maxTokens = node.maxTokens;
+    providers.set(name, settings);
   }
-  if (providers.size === 0) return fail('providers', 'declares no provider');
-  checkOneCurrency(providers, fail);
-
-  const routes = new Map<string, readonly RouteEntry[]>();
-  const routesNode = document.routes;
-  if (routesNode !== undefined && routesNode !== null) {
-    if (!isMapping(routesNode)) return fail('routes', 'must be a mapping of operation names to lists of { provider, model }');
-    for (const [operation, node] of Object.entries(routesNode)) {
-      routes.set(operation, parseRoute(operation, node, providers, fail));
+  // One currency per file, so a settlement never adds two currencies together.
+  let first: { currency: string; at: string } | undefined;
+  for (const settings of providers.values()) {
+    for (const [model, price] of settings.prices) {
+      const at = `/providers/${escapeToken(settings.name)}/prices/${escapeToken(model)}/currency`;
+      if (!first) first = { currency: price.currency, at };
+      else if (price.currency !== first.currency) report(at, `is ${price.currency}, but ${first.at} is ${first.currency}: one providers file prices in one currency`);
     }
   }
-  return { source, providers, routes };
+
+  const routes = new Map<string, readonly RouteEntry[]>();
+  for (const [operation, entries] of Object.entries(file.routes ?? {})) {
+    const at = `/routes/${escapeToken(operation)}`;
+    const seen = new Set<string>();
+    entries.forEach(({ provider, model }, index) => {
+      if (!providers.has(provider)) report(`${at}/${index}/provider`, `names '${provider}', which is not declared under providers`);
+      const pair = JSON.stringify([provider, model]);
+      if (seen.has(pair)) report(`${at}/${index}`, `repeats ${provider} with ${model}`);
+      seen.add(pair);
+    });
+    routes.set(operation, entries.map(({ provider, model }) => ({ provider, model })));
+  }
+  return { config: { source, providers, routes, locate }, problems, variables: [...variables] };
+}
+
+/**
+ * A baseUrl with its `${NAME}` parts read from `env` (each unset one reported
+ * where it stands), checked as an http(s) URL. A message shows the file's
+ * text, never a value from the environment.
+ */
+function baseUrlOf(template: string, env: NodeJS.ProcessEnv, report: (problem: string, within?: string) => void): string {
+  const unset = unsetEnvReferences(template, env);
+  for (const name of unset) report(`environment variable ${name} is not set`, `\${${name}}`);
+  if (unset.length > 0) return template;
+  const value = resolveEnv(template, env, (name) => new Error(`${name} is not set`)).text;
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    report(value === template ? `must be an http(s) URL, not ${JSON.stringify(template)}` : `must be an http(s) URL: ${JSON.stringify(template)} is not one with its variables set`);
+  }
+  return value;
+}
+
+/**
+ * The `${NAME}`s of `text` that `env` leaves unset or empty, in order: read
+ * by resolveEnv itself, so that what is checked is what start resolves (the
+ * same grammar as declared effects' URLs and headers).
+ */
+export function unsetEnvReferences(text: string, env: NodeJS.ProcessEnv): string[] {
+  const unset: string[] = [];
+  const recording = new Proxy(env, {
+    get(target, name) {
+      const value = target[name as string];
+      if (value !== undefined && value !== '') return value;
+      unset.push(String(name));
+      return 'unset';
+    },
+  });
+  resolveEnv(text, recording, (name) => new Error(`${name} is not set`));
+  return unset;
+}
+
+/** What a providers file (YAML or JSON) holds, or why it cannot be read. */
+export async function readProvidersConfig(file: string, env: NodeJS.ProcessEnv = process.env): Promise<ProvidersInspection> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return { problems: [{ file, pointer: '', problem: `cannot read the file (${code ?? String(error)})` }], variables: [] };
+  }
+  return inspectProvidersConfig(text, file, env);
 }
 
 /**
  * Reads and parses a provider configuration file (YAML or JSON).
  * @throws ProvidersConfigError when the file cannot be read or is invalid.
  */
-export async function loadProvidersConfig(file: string): Promise<ProvidersConfig> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    throw new ProvidersConfigError(file, undefined, `cannot read the file (${code ?? String(error)})`, { cause: error });
-  }
-  return parseProvidersConfig(text, file);
+export async function loadProvidersConfig(file: string, env: NodeJS.ProcessEnv = process.env): Promise<ProvidersConfig> {
+  const { config, problems } = await readProvidersConfig(file, env);
+  if (!config || problems.length > 0) throw new ProvidersConfigError(file, undefined, sortProblems(problems));
+  return config;
+}
+
+/** Each provider whose `apiKeyEnv` variable `env` leaves unset or empty. */
+export function unsetApiKeys(config: ProvidersConfig, env: Readonly<Record<string, string | undefined>>): ProviderProblem[] {
+  return [...config.providers.values()]
+    .filter((settings) => settings.apiKeyEnv !== undefined && (env[settings.apiKeyEnv] ?? '') === '')
+    .map((settings) => ({
+      pointer: `/providers/${escapeToken(settings.name)}/apiKeyEnv`,
+      key: `providers.${settings.name}.apiKeyEnv`,
+      problem: `environment variable ${settings.apiKeyEnv} is not set`,
+      text: settings.apiKeyEnv,
+    }));
 }
 
 /**
@@ -248,22 +378,34 @@ export function createProviders(
   config: ProvidersConfig,
   env: Readonly<Record<string, string | undefined>>,
 ): Map<string, ProviderAdapter> {
-  const adapters = new Map<string, ProviderAdapter>();
-  for (const settings of config.providers.values()) {
-    let apiKey: string | undefined;
-    if (settings.apiKeyEnv !== undefined) {
-      apiKey = env[settings.apiKeyEnv];
-      if (apiKey === undefined || apiKey === '') {
-        throw new ProvidersConfigError(
-          config.source,
-          `providers.${settings.name}.apiKeyEnv`,
-          `environment variable ${settings.apiKeyEnv} is not set`,
-        );
-      }
+  const [unset] = unsetApiKeys(config, env);
+  if (unset) throw thrown(config, unset);
+  return new Map([...config.providers.values()].map((settings) => [settings.name, createAdapter(settings, settings.apiKeyEnv === undefined ? undefined : env[settings.apiKeyEnv])]));
+}
+
+/**
+ * The route of `operation` as routeFor resolves it, or every reason it has none:
+ * the configured one, else `fallbackDefault` each with its provider's defaultModel.
+ */
+export function resolveRoute(config: ProvidersConfig, operation: string, fallbackDefault: readonly string[]): { route: RouteEntry[]; problems: ProviderProblem[] } {
+  const configured = config.routes.get(operation);
+  if (configured !== undefined) return { route: configured.map((entry) => ({ ...entry })), problems: [] };
+  const key = `routes.${operation}`;
+  const pointer = `/routes/${escapeToken(operation)}`;
+  if (fallbackDefault.length === 0) return { route: [], problems: [{ pointer, key, problem: 'no route configured and no default route' }] };
+  const route: RouteEntry[] = [];
+  const problems: ProviderProblem[] = [];
+  for (const provider of fallbackDefault) {
+    const settings = config.providers.get(provider);
+    if (settings === undefined) {
+      problems.push({ pointer, key, problem: `no route configured, and the default provider '${provider}' is not declared` });
+    } else if (settings.defaultModel === undefined) {
+      problems.push({ pointer: `/providers/${escapeToken(provider)}/defaultModel`, key: `providers.${provider}.defaultModel`, problem: `is needed by the default route of ${operation} (or configure routes.${operation})` });
+    } else {
+      route.push({ provider, model: settings.defaultModel });
     }
-    adapters.set(settings.name, createAdapter(settings, apiKey));
   }
-  return adapters;
+  return { route, problems };
 }
 
 /**
@@ -273,34 +415,26 @@ export function createProviders(
  * defaultModel, or when the operation ends up with no route at all.
  */
 export function routeFor(config: ProvidersConfig, operation: string, fallbackDefault: readonly string[]): RouteEntry[] {
-  const configured = config.routes.get(operation);
-  if (configured !== undefined) return configured.map((entry) => ({ ...entry }));
-  if (fallbackDefault.length === 0) {
-    throw new ProvidersConfigError(config.source, `routes.${operation}`, 'no route configured and no default route');
-  }
-  return fallbackDefault.map((provider) => {
-    const settings = config.providers.get(provider);
-    if (settings === undefined) {
-      throw new ProvidersConfigError(
-        config.source,
-        `routes.${operation}`,
-        `no route configured, and the default provider '${provider}' is not declared`,
-      );
-    }
-    if (settings.defaultModel === undefined) {
-      throw new ProvidersConfigError(
-        config.source,
-        `providers.${provider}.defaultModel`,
-        `is needed by the default route of ${operation} (or configure routes.${operation})`,
-      );
-    }
-    return { provider, model: settings.defaultModel };
-  });
+  const { route, problems } = resolveRoute(config, operation, fallbackDefault);
+  if (problems[0]) throw thrown(config, problems[0]);
+  return route;
 }
 
 /** Prices by provider and model, as the configuration declares them. */
 export function priceTableOf(config: ProvidersConfig): PriceTable {
   return new Map([...config.providers.values()].map((settings) => [settings.name, settings.prices]));
+}
+
+/** Each step of these routes whose model its provider has no price for. */
+export function unpricedRouteSteps(config: ProvidersConfig, routes: ReadonlyMap<string, readonly RouteEntry[]>): ProviderProblem[] {
+  const problems: ProviderProblem[] = [];
+  for (const [operation, route] of routes) {
+    for (const { provider, model } of route) {
+      if (config.providers.get(provider)?.prices.has(model)) continue;
+      problems.push({ pointer: `/providers/${escapeToken(provider)}/prices`, key: `providers.${provider}.prices`, problem: `has no price for model ${model}, which the route of ${operation} uses` });
+    }
+  }
+  return problems;
 }
 
 /**
@@ -309,45 +443,8 @@ export function priceTableOf(config: ProvidersConfig): PriceTable {
  * @throws ProvidersConfigError naming the provider's prices and the model.
  */
 export function checkRoutesPriced(config: ProvidersConfig, routes: ReadonlyMap<string, readonly RouteEntry[]>): void {
-  for (const [operation, route] of routes) {
-    for (const { provider, model } of route) {
-      if (config.providers.get(provider)?.prices.has(model)) continue;
-      throw new ProvidersConfigError(config.source, `providers.${provider}.prices`, `has no price for model ${model}, which the route of ${operation} uses`);
-    }
-  }
-}
-
-type Fail = (key: string | undefined, problem: string, cause?: unknown) => never;
-
-/** One currency per file, so a settlement never adds two currencies together. */
-function checkOneCurrency(providers: ReadonlyMap<string, ProviderSettings>, fail: Fail): void {
-  let first: { currency: string; at: string } | undefined;
-  for (const settings of providers.values()) {
-    for (const [model, price] of settings.prices) {
-      const at = `providers.${settings.name}.prices.${model}.currency`;
-      if (!first) first = { currency: price.currency, at };
-      else if (price.currency !== first.currency) fail(at, `is ${price.currency}, but ${first.at} is ${first.currency}: one providers file prices in one currency`);
-    }
-  }
-}
-
-function parsePrices(node: unknown, at: string, fail: Fail): Map<string, ModelPrice> {
-  if (!isMapping(node)) return fail(at, 'must be a mapping of model names to { inputPerMillion, outputPerMillion, currency }');
-  const prices = new Map<string, ModelPrice>();
-  for (const [model, priceNode] of Object.entries(node)) {
-    const priceAt = `${at}.${model}`;
-    if (!isMapping(priceNode)) return fail(priceAt, 'must be a mapping { inputPerMillion, outputPerMillion, currency }');
-    rejectUnknownKeys(priceNode, PRICE_KEYS, priceAt, fail);
-    const amount = (key: 'inputPerMillion' | 'outputPerMillion'): string => {
-      const value = priceNode[key];
-      if (typeof value !== 'string' || !DECIMAL.test(value)) return fail(`${priceAt}.${key}`, 'must be a decimal in quotes, e.g. "0.15" (money is never read as a floating-point number)');
-      return value;
-    };
-    const currency = priceNode.currency;
-    if (typeof currency !== 'string' || !CURRENCY.test(currency)) return fail(`${priceAt}.currency`, 'must be an ISO 4217 code, e.g. USD');
-    prices.set(model, { inputPerMillion: amount('inputPerMillion'), outputPerMillion: amount('outputPerMillion'), currency });
-  }
-  return prices;
+  const [unpriced] = unpricedRouteSteps(config, routes);
+  if (unpriced) throw thrown(config, unpriced);
 }
 
 function createAdapter(settings: ProviderSettings, apiKey: string | undefined): ProviderAdapter {
@@ -355,7 +452,7 @@ function createAdapter(settings: ProviderSettings, apiKey: string | undefined): 
     case PROVIDER_KINDS.openaiCompatible:
       return createOpenAiCompatibleProvider({
         name: settings.name,
-        // parseProvider requires it for this kind.
+        // The schema requires it for this kind.
         baseUrl: settings.baseUrl ?? '',
         ...(apiKey === undefined ? {} : { apiKey }),
         lookup: settings.lookup,
@@ -368,118 +465,4 @@ function createAdapter(settings: ProviderSettings, apiKey: string | undefined): 
         ...(settings.maxTokens === undefined ? {} : { maxTokens: settings.maxTokens }),
       });
   }
-}
-
-function parseProvider(name: string, node: unknown, fail: Fail): ProviderSettings {
-  const at = `providers.${name}`;
-  if (!PROVIDER_NAME.test(name)) return fail(at, 'a provider name may hold only letters, digits, ".", "_" and "-"');
-  if (!isMapping(node)) return fail(at, 'must be a mapping with at least kind');
-  if ('apiKey' in node) {
-    return fail(`${at}.apiKey`, 'keys never go in this file: put the key in an environment variable and name it in apiKeyEnv');
-  }
-  rejectUnknownKeys(node, PROVIDER_KEYS, at, fail);
-
-  const kinds = Object.values(PROVIDER_KINDS);
-  const kind = node.kind;
-  if (kind === undefined) return fail(`${at}.kind`, `is required (one of ${kinds.join(', ')})`);
-  if (!kinds.includes(kind as ProviderKind)) {
-    return fail(`${at}.kind`, `must be one of ${kinds.join(', ')}, not ${JSON.stringify(kind)}`);
-  }
-  const settings: { -readonly [K in keyof ProviderSettings]: ProviderSettings[K] } = {
-    name,
-    kind: kind as ProviderKind,
-    lookup: false,
-    prices: node.prices === undefined ? new Map() : parsePrices(node.prices, `${at}.prices`, fail),
-  };
-
-  if (node.baseUrl === undefined) {
-    if (kind === PROVIDER_KINDS.openaiCompatible) return fail(`${at}.baseUrl`, `is required for kind ${kind}`);
-  } else {
-    settings.baseUrl = httpUrl(node.baseUrl, `${at}.baseUrl`, fail);
-  }
-  if (node.apiKeyEnv !== undefined) {
-    if (typeof node.apiKeyEnv !== 'string' || !ENV_VAR_NAME.test(node.apiKeyEnv)) {
-      return fail(`${at}.apiKeyEnv`, 'must be the name of an environment variable, e.g. OPENAI_API_KEY');
-    }
-    settings.apiKeyEnv = node.apiKeyEnv;
-  }
-  if (node.lookup !== undefined) {
-    if (typeof node.lookup !== 'boolean') return fail(`${at}.lookup`, 'must be true or false');
-    if (node.lookup && kind !== PROVIDER_KINDS.openaiCompatible) {
-      return fail(`${at}.lookup`, `is not supported for kind ${kind}`);
-    }
-    settings.lookup = node.lookup;
-  }
-  if (node.defaultModel !== undefined) settings.defaultModel = nonEmptyString(node.defaultModel, `${at}.defaultModel`, fail);
-  if (node.maxTokens !== undefined) {
-    if (kind !== PROVIDER_KINDS.anthropic) return fail(`${at}.maxTokens`, `is only used by kind ${PROVIDER_KINDS.anthropic}`);
-    if (typeof node.maxTokens !== 'number' || !Number.isInteger(node.maxTokens) || node.maxTokens < 1) {
-      return fail(`${at}.maxTokens`, 'must be a positive whole number');
-    }
-    settings.maxTokens = node.maxTokens;
-  }
-  return settings;
-}
-
-function parseRoute(
-  operation: string,
-  node: unknown,
-  providers: ReadonlyMap<string, ProviderSettings>,
-  fail: Fail,
-): RouteEntry[] {
-  const at = `routes.${operation}`;
-  if (!Array.isArray(node) || node.length === 0) {
-    return fail(at, 'must be a non-empty list of { provider, model }, in failover order');
-  }
-  const seen = new Set<string>();
-  return node.map((entryNode: unknown, index) => {
-    const entryAt = `${at}[${index}]`;
-    if (!isMapping(entryNode)) return fail(entryAt, 'must be a mapping { provider, model }');
-    rejectUnknownKeys(entryNode, ROUTE_ENTRY_KEYS, entryAt, fail);
-    const provider = nonEmptyString(entryNode.provider, `${entryAt}.provider`, fail);
-    if (!providers.has(provider)) {
-      return fail(`${entryAt}.provider`, `names '${provider}', which is not declared under providers`);
-    }
-    const model = nonEmptyString(entryNode.model, `${entryAt}.model`, fail);
-    const pair = JSON.stringify([provider, model]);
-    if (seen.has(pair)) return fail(entryAt, `repeats ${provider} with ${model}`);
-    seen.add(pair);
-    return { provider, model };
-  });
-}
-
-function rejectUnknownKeys(
-  node: Record<string, unknown>,
-  known: readonly string[],
-  at: string | undefined,
-  fail: Fail,
-): void {
-  for (const key of Object.keys(node)) {
-    if (!known.includes(key)) {
-      fail(at === undefined ? key : `${at}.${key}`, `is not a known key (known: ${known.join(', ')})`);
-    }
-  }
-}
-
-function nonEmptyString(value: unknown, key: string, fail: Fail): string {
-  if (typeof value !== 'string' || value.trim() === '') return fail(key, 'must be a non-empty string');
-  return value;
-}
-
-function httpUrl(value: unknown, key: string, fail: Fail): string {
-  if (typeof value !== 'string') return fail(key, 'must be an http(s) URL');
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    return fail(key, `must be an http(s) URL, not ${JSON.stringify(value)}`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    return fail(key, `must be an http(s) URL, not ${JSON.stringify(value)}`);
-  }
-  return value;
-}
-
-function isMapping(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

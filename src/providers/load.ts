@@ -1,18 +1,29 @@
 import type { OnceflowConfig } from '../config';
 import { OperationsFileError, type OperationProblem } from '../operations/problems';
 import type { OperationRegistry } from '../operations/registry';
-import { builtInProvidersYaml, checkRoutesPriced, createProviders, loadProvidersConfig, parseProvidersConfig, priceTableOf, routeFor } from './config';
+import { checkRoutesPriced, createProviders, DEMO_PROVIDERS_FILE, loadProvidersConfig, priceTableOf, routeFor, simulatorUrlEnv } from './config';
+
+/** What a providers file's `${NAME}`s are read from: `env`, and where config.simulators says the simulators listen for SIM_URL_ENV's names it leaves unset. */
+export function providersEnv(config: Pick<OnceflowConfig, 'simulators'>, env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const simulators = Object.entries(simulatorUrlEnv(config.simulators)).filter(([name]) => !env[name]);
+  return { ...env, ...Object.fromEntries(simulators) };
+}
+
+/** The source the built-in providers' problems name (a problem there is Onceflow's, not the deployment's file). */
+export const BUILT_IN_PROVIDERS = 'built-in providers';
 
 /**
  * The providers and routes of ONCEFLOW_PROVIDERS_FILE, or the built-in file
- * that points at the simulators where config.simulators says they listen.
+ * (operations/demo-providers.yaml) that points at the simulators where
+ * config.simulators says they listen. `${NAME}` parts of a baseUrl and the
+ * apiKeyEnv variables are read from `env`.
  * @throws OperationsFileError when an operation's route names a provider that
  * is not declared (and the providers file gives that operation no route of its own).
  * @throws ProvidersConfigError naming the file and the key that is wrong, or
  * the model a route uses that has no price.
  */
 export async function loadProviders(config: OnceflowConfig, operations: OperationRegistry, env: NodeJS.ProcessEnv = process.env) {
-  const providersConfig = config.providersFile ? await loadProvidersConfig(config.providersFile) : parseProvidersConfig(builtInProvidersYaml(config.simulators), 'built-in providers');
+  const providersConfig = config.providersFile ? await loadProvidersConfig(config.providersFile, providersEnv(config, env)) : { ...(await loadProvidersConfig(DEMO_PROVIDERS_FILE, providersEnv(config, env))), source: BUILT_IN_PROVIDERS };
   const unknown: OperationProblem[] = [];
   for (const operation of operations.values()) {
     if (providersConfig.routes.has(operation.name)) continue;

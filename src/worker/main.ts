@@ -3,15 +3,18 @@ import { loadConfig } from '../config';
 import { createMetrics } from '../metrics/metrics';
 import { migrate } from '../db/migrate';
 import { assertReachable, createPool, poolSettings } from '../db/pool';
-import { loadOperations } from '../operations/load';
+import { checkConfiguration } from '../check/check-configuration';
+import { OperationsFileError } from '../operations/problems';
 import { runMain } from '../process/run-main';
 import { serveMetrics } from '../metrics/server';
 import { startWorker } from './start';
 
 runMain('worker', async () => {
   const config = loadConfig();
-  // Before anything is opened: a wrong operations file stops the start with every problem in it.
-  const operations = loadOperations(config.operationsFile);
+  // Before anything is opened: the check `npm start` and `onceflow check` run. Compiled code loads JavaScript modules only.
+  const checked = await checkConfiguration({ env: process.env, typeScriptModules: false });
+  if (checked.problems.length > 0) throw new OperationsFileError(checked.problems);
+  const operations = checked.operations!;
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set; `npm start` runs the whole stack with an embedded PostgreSQL');
   const db = createPool(config.databaseUrl, poolSettings(config.database));
   await assertReachable(db, config.databaseUrl);

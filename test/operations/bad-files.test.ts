@@ -103,6 +103,26 @@ describe('an operations file with a mistake', () => {
     ['two operations with one name', broken((f) => f.operations.push(structuredClone(op(f)))), /^ops\.yaml:\d+:\d+: \/operations\/1\/name: operation "ticket\.summary" is already declared at \/operations\/0$/m],
     ['an HTTP effect named like a built-in one', broken((f) => (f.effects = [{ name: 'message.send', url: 'https://x.example/${TOKEN}', deduplicates: true }])), /^ops\.yaml:\d+:\d+: \/effects\/0\/name: effect "message\.send" is built in$/m],
     ['a reopenFailed that is not a boolean', broken((f) => (op(f).reopenFailed = 'yes')), /^ops\.yaml:\d+:\d+: \/operations\/0\/reopenFailed: must be boolean$/m],
+    ['a result field the receipt of its effect never has', broken((f) => (op(f).result.fields.recordKey.field = 'key')), /^ops\.yaml:\d+:\d+: \/operations\/0\/result\/fields\/recordKey\/field: "key" is not a field of the receipt of record\.write \(its fields: recordKey, writtenAt\)$/m],
+    [
+      'a result field a declared effect without receipt: never has (its receipt is the status)',
+      broken((f) => {
+        f.effects = [{ name: 'ticket.comment', url: 'https://x.example/comments', deduplicates: true }];
+        op(f).effects = ['ticket.comment'];
+        op(f).result.fields = { commentId: { effect: 'ticket.comment', field: 'id' } };
+      }),
+      /^ops\.yaml:\d+:\d+: \/operations\/0\/result\/fields\/commentId\/field: "id" is not a field of the receipt of ticket\.comment \(its fields: status\)$/m,
+    ],
+    [
+      'a body placeholder that names nothing a job has',
+      broken((f) => (f.effects = [{ name: 'ticket.comment', url: 'https://x.example/comments', deduplicates: true, body: { parts: ['{{input.ticketId}}', 'by {{job.principal}}'] } }])),
+      /^ops\.yaml:\d+:\d+: \/effects\/0\/body\/parts\/1: \{\{job\.principal\}\} names nothing a job has; placeholders may name input, output, job\.id, job\.operation and key$/m,
+    ],
+    [
+      'a URL placeholder that names nothing a job has',
+      broken((f) => (f.effects = [{ name: 'ticket.comment', url: 'https://x.example/tickets/{{ticket}}/comments', deduplicates: true }])),
+      /^ops\.yaml:\d+:\d+: \/effects\/0\/url: \{\{ticket\}\} names nothing a job has/m,
+    ],
     ['an HTTP effect with a malformed status class', broken((f) => (f.effects = [{ name: 'ticket.comment', url: 'https://x.example', deduplicates: true, statuses: { done: ['2XX'] } }])), /^ops\.yaml:\d+:\d+: \/effects\/0\/statuses\/done\/0: must match pattern/m],
   ])('%s: names the file, the JSON pointer and what is wrong', (_name, data, expected) => {
     expect(problemsOf(data)).toMatch(expected);
