@@ -17,7 +17,8 @@ export type Eligibility = { eligible: true; detail: string } | { eligible: false
 
 /**
  * Whether a route step may take an attempt (invariant 6). The primary is held
- * to run-time validation only, unless its run-time violations demoted it; a
+ * to run-time validation only, unless its run-time violations demoted it or
+ * its current verification failed (it comes back once verified again); a
  * fallback needs a passing verification for the operation's current schema
  * version and prompt-template hash, younger than the configured age. A demoted
  * provider comes back only with a verification newer than its last violation.
@@ -37,9 +38,15 @@ export async function eligibility(
   const runtime = await runtimeRecord(db, key, settings.demotion.window);
   const rate = runtime.ended > 0 ? runtime.violations / runtime.ended : 0;
   const demoted = runtime.ended >= settings.demotion.minSamples && rate >= settings.demotion.threshold;
-  // A primary that is not demoted needs no verification: it is held to run-time validation.
-  if (role === 'primary' && !demoted) return { eligible: true, detail: 'primary: held to run-time validation' };
   const current = await currentVerification(db, key);
+  // A primary needs no verification (it is held to run-time validation), but one whose current verification
+  // failed is evidence against it: it takes no attempt until verified again, as a demoted one.
+  if (role === 'primary' && !demoted) {
+    if (current && !current.passed && !fromOtherEndpoint(current.evidence, endpoint)) {
+      return { eligible: false, reason: 'failed_verification', detail: `its verification of ${current.verifiedAt.toISOString()} failed; a primary takes attempts again once verified` };
+    }
+    return { eligible: true, detail: 'primary: held to run-time validation' };
+  }
   if (demoted) {
     const reverified = current?.passed && runtime.lastViolationAt && current.verifiedAt > runtime.lastViolationAt;
     if (!reverified) {
@@ -72,6 +79,12 @@ export async function eligibility(
     return { eligible: false, reason: 'stale', detail: `verified against ${verifiedAgainst}; the provider now points at ${endpoint}` };
   }
   return { eligible: true, detail: `verified at ${current.verifiedAt.toISOString()}` };
+}
+
+/** A verification made against another base URL than the provider's now: it says nothing of this one. */
+function fromOtherEndpoint(evidence: Record<string, unknown>, endpoint: string | undefined): boolean {
+  const verifiedAgainst = verifiedEndpoint(evidence);
+  return endpoint !== undefined && verifiedAgainst !== undefined && verifiedAgainst !== endpoint;
 }
 
 /** The base URL a verification was made against (verifications made before it was recorded have none). */

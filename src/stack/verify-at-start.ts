@@ -32,7 +32,7 @@ export async function verifyAtStart(deps: VerifyDeps, config: OnceflowConfig, lo
     log.warn(
       `${record.provider}/${record.model} FAILED verification for ${record.operation}: ` +
         (isPrimary
-          ? 'as the first step of its route it still takes first attempts, each answer checked at run time'
+          ? 'as the first step of its route it takes no attempts until it passes (the next verified step serves; `onceflow contracts verify`)'
           : 'it will not take failover attempts until it passes (`onceflow contracts verify`)') +
         '; GET /v1/providers shows the evidence',
     );

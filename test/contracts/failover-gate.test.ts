@@ -148,6 +148,27 @@ describe('the failover gate', () => {
     await stack.db.pool.query(`DELETE FROM jobs WHERE request_digest = 'sha256:x'`);
   });
 
+  it('keeps a primary whose current verification failed from taking first attempts (the verified backup serves), and one never verified serving', async () => {
+    // Arrange: no run-time demotion left by the tests before; the primary answers off-contract while being verified; the backup passes
+    await clearVerifications();
+    await stack.db.pool.query(`UPDATE attempts SET error_class = 'cleared_by_test' WHERE provider = 'sim-primary' AND error_class = 'contract_violation'`);
+    const unverified = await eligibility(stack.db.pool, operation, primary, 'primary', gate);
+    const failed = await verify(primary, [{ name: 'extra key', input: { ticketId: 'V-2', customerMessage: 'hello @sim(sim-primary:extra-key)', channel: 'email' } }]);
+    expect(failed.passed).toBe(false);
+    expect((await verify(backup)).passed).toBe(true);
+
+    // Act
+    const submitted = await submitReply(stack, { message: 'Hi after a failed verification' });
+    const job = await waitForJob(stack, submitted.json().id, isTerminalJob);
+
+    // Assert
+    expect(unverified.eligible).toBe(true);
+    expect(job.status).toBe('succeeded');
+    expect(job.attempts.map((a: any) => a.provider)).toEqual(['sim-backup']);
+    expect(job.events.find((e: any) => e.type === 'route.fallback_skipped')?.detail).toMatchObject({ provider: 'sim-primary', reason: 'failed_verification' });
+    await clearVerifications();
+  });
+
   it('shows operators each provider, its verification and why it may or may not take attempts', async () => {
     // Arrange: no run-time record (the earlier tests' violations would demote the primary), the backup verified.
     await stack.db.pool.query('DELETE FROM jobs');

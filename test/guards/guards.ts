@@ -1094,4 +1094,12 @@ export const GUARDS: Guard[] = [
     tests: ['test/check/check-command.test.ts'],
     testNamePattern: 'worker/main.ts runs the check first',
   },
+  {
+    name: 'a primary whose current verification failed takes no attempts until verified again',
+    file: 'src/contracts/eligibility.ts',
+    find: 'if (current && !current.passed && !fromOtherEndpoint(current.evidence, endpoint)) {',
+    replace: 'if (false) {',
+    tests: ['test/contracts/failover-gate.test.ts'],
+    testNamePattern: 'current verification failed',
+  },
 ];
