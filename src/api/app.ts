@@ -138,7 +138,7 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
       info: {
         title: 'Onceflow API',
         version: '1',
-        description: `One click, one job, one side effect. Every intent becomes one durable job keyed by (principal, operation, Idempotency-Key). Every error is application/problem+json (RFC 9457). ${STRING_RULE}`,
+        description: `One click, one job, one side effect. Every intent becomes one durable job keyed by (principal, operation, Idempotency-Key). Every error is application/problem+json (RFC 9457). ${STRING_RULE} The contract in prose, with every route's statuses, headers, shapes and problem types: docs/api.md in the repository.`,
       },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
       security: [{ bearer: [] }],
