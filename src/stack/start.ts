@@ -22,7 +22,8 @@ import { mountDemo } from '../demo/mount';
 import { loadProviders } from '../providers/load';
 import { startWorker } from '../worker/start';
 import { verifyAtStart } from './verify-at-start';
-import { loadOperations } from '../operations/load';
+import { checkConfiguration } from '../check/check-configuration';
+import { OperationsFileError } from '../operations/problems';
 import { loadTemporalDevConfig, startDevServer, startDevServerByDownload } from './temporal-dev';
 import { resolveTemporalCli } from './tools';
 import { removeStackFile, stackFilePath, writeStackFile } from './stack-file';
@@ -91,8 +92,11 @@ async function start(stops: Stops, stopAll: () => Promise<void>, signal: AbortSi
   // effects resolve in seconds; any of them set in the environment wins.
   const env: NodeJS.ProcessEnv = { ...DEV_STACK_DEFAULTS, ...process.env };
   const devDefaults = Object.keys(DEV_STACK_DEFAULTS).filter((name) => process.env[name] === undefined);
-  // Before anything starts: a wrong operations file stops the start with every problem in it.
-  const loaded = loadOperations(env.ONCEFLOW_OPERATIONS_FILE || undefined);
+  // Before anything starts: what `onceflow check` checks (both files, modules in TypeScript too, every
+  // ${ENV} they name, prices, receipts) stops the start with every problem in it, each with its line.
+  const checked = await checkConfiguration({ env, typeScriptModules: true });
+  if (checked.problems.length > 0) throw new OperationsFileError(checked.problems);
+  const loaded = checked.operations!;
   let demoKey: string | undefined;
   if (!env.ONCEFLOW_API_KEYS && !env.ONCEFLOW_OPERATOR_KEYS) {
     demoKey = `k_demo_${randomBytes(12).toString('hex')}`;

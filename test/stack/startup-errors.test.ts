@@ -1,4 +1,6 @@
 import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import net from 'node:net';
 import path from 'node:path';
 import { createTestDatabase } from '../harness/database';
@@ -60,4 +62,24 @@ describe('start-up errors', () => {
     expect(result.code).toBe(1);
     expect(result.stderr.trim().split('\n').filter((line) => !line.includes('WARNING'))).toEqual([`onceflow: port ${port} on 127.0.0.1 is busy; set ${variable}`]);
   }, 60_000);
+
+  it('checks the operations file as onceflow check does, before starting anything: every problem, each with its line and column', async () => {
+    // Arrange: a declared effect with an unset secret and a placeholder that names nothing
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'onceflow-start-check-'));
+    const file = path.join(dir, 'ops.yaml');
+    const demo = readFileSync(path.join(__dirname, '..', '..', 'operations', 'demo.yaml'), 'utf8');
+    const effect = '\neffects:\n  - name: ticket.comment\n    url: https://tickets.example.com/v1/comments\n    headers: { Authorization: "Bearer ${UNSET_TOKEN_FOR_TEST}" }\n    body: { text: "{{outputs.reply}}" }\n    deduplicates: false\n';
+    writeFileSync(file, demo.replace(/\neffects:[\s\S]*$/, '') + effect);
+
+    // Act
+    const result = await start({ ONCEFLOW_OPERATIONS_FILE: file, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', TEMPORAL_ADDRESS: '127.0.0.1:1' });
+    rmSync(dir, { recursive: true, force: true });
+
+    // Assert
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(new RegExp(`${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:\\d+:\\d+: /effects/0/headers/Authorization: environment variable UNSET_TOKEN_FOR_TEST is not set`));
+    expect(result.stderr).toMatch(/:\d+:\d+: \/effects\/0\/body\/text: \{\{outputs\.reply\}\} names nothing a job has/);
+    expect(result.stdout).not.toMatch(/PostgreSQL|Temporal/);
+  }, 60_000);
 });
+
