@@ -4,6 +4,7 @@
  */
 import { startSimProvider, type SimProvider } from './provider-server';
 import { startSimDownstream, type SimDownstream } from './downstream-server';
+import type { DownstreamLie } from './downstream-lies';
 import type { SimRole } from './ports';
 
 /** Provider names of the dev stack, in route order. */
@@ -20,6 +21,10 @@ export interface SimStackOptions {
   downstreamPort?: number;
   /** Downstream deduplication by Idempotency-Key. Default false. */
   downstreamDedupe?: boolean;
+  /** A claim the downstream breaks (SimDownstreamOptions.lie). Default none. */
+  downstreamLie?: DownstreamLie;
+  /** The downstream's lookup lag under `lookup-slow-to-show`. */
+  downstreamLookupLagMs?: number;
 }
 
 /** The three running simulators, closed together. */
@@ -45,7 +50,8 @@ export class SimPortInUseError extends Error {
 
 /**
  * Starts all three simulators; if one fails, stops those already started.
- * @throws SimPortInUseError if a port is taken; any other listen error as is.
+ * @throws SimPortInUseError if a port is taken; what startSimDownstream throws
+ * for a bad lie or lag; any other listen error as is.
  */
 export async function startSimStack(options: SimStackOptions = {}): Promise<SimStack> {
   const { host } = options;
@@ -76,7 +82,13 @@ export async function startSimStack(options: SimStackOptions = {}): Promise<SimS
     startSimProvider({ name: SIM_PROVIDER_NAMES.backup, host, port: options.backupPort }),
   );
   const downstream = await start('downstream', options.downstreamPort, () =>
-    startSimDownstream({ host, port: options.downstreamPort, dedupe: options.downstreamDedupe }),
+    startSimDownstream({
+      host,
+      port: options.downstreamPort,
+      dedupe: options.downstreamDedupe,
+      lie: options.downstreamLie,
+      lookupLagMs: options.downstreamLookupLagMs,
+    }),
   );
   return {
     primary,

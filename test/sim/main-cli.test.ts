@@ -50,6 +50,20 @@ describe('sim CLI', () => {
     }
   }, 20_000);
 
+  it('says on its downstream line which lie the downstream tells', async () => {
+    // Arrange
+    const cli = runCli({ SIM_PRIMARY_PORT: '0', SIM_BACKUP_PORT: '0', SIM_DOWNSTREAM_PORT: '0', SIM_DOWNSTREAM_LIE: 'lookup-slow-to-show=800' });
+    try {
+      // Act
+      await waitFor(() => cli.output().stdout.split('\n').length > 3, 15_000);
+
+      // Assert
+      expect(cli.output().stdout.trim().split('\n')[2]).toMatch(/^sim-downstream listening on http:\/\/127\.0\.0\.1:\d+ \(lying: lookup-slow-to-show=800\)$/);
+    } finally {
+      cli.child.kill('SIGKILL');
+    }
+  }, 20_000);
+
   it('exits 1 with one line naming the busy port and the variable to change', async () => {
     // Arrange
     const blocker = net.createServer();

@@ -77,6 +77,50 @@ describe('simulator stack', () => {
     expect(() => simStackOptionsFromEnv({ SIM_BACKUP_PORT: 'abc' })).toThrow('SIM_BACKUP_PORT');
   });
 
+  it('reads a downstream lie from SIM_DOWNSTREAM_LIE, and the lookup lag after its =', () => {
+    // Act
+    const never = simStackOptionsFromEnv({ SIM_DOWNSTREAM_LIE: 'lookup-never-found', SIM_DOWNSTREAM_DEDUPE: '1' });
+    const slow = simStackOptionsFromEnv({ SIM_DOWNSTREAM_LIE: 'lookup-slow-to-show' });
+    const slower = simStackOptionsFromEnv({ SIM_DOWNSTREAM_LIE: 'lookup-slow-to-show=800' });
+    const honest = simStackOptionsFromEnv({ SIM_DOWNSTREAM_LIE: '' });
+
+    // Assert
+    expect(never).toMatchObject({ downstreamLie: 'lookup-never-found', downstreamDedupe: true });
+    expect(slow).toMatchObject({ downstreamLie: 'lookup-slow-to-show' });
+    expect(slow.downstreamLookupLagMs).toBeUndefined();
+    expect(slower).toMatchObject({ downstreamLie: 'lookup-slow-to-show', downstreamLookupLagMs: 800 });
+    expect(honest.downstreamLie).toBeUndefined();
+  });
+
+  it.each(['lookup-sometimes', 'lookup-never-found=5', 'lookup-slow-to-show=abc', 'lookup-slow-to-show='])(
+    'refuses SIM_DOWNSTREAM_LIE=%s, naming the variable and the lies it knows',
+    (value) => {
+      // Act
+      const read = () => simStackOptionsFromEnv({ SIM_DOWNSTREAM_LIE: value });
+
+      // Assert
+      expect(read).toThrow(/SIM_DOWNSTREAM_LIE=.*dedupe-records-twice, lookup-never-found, lookup-found-for-anything, lookup-transformed-key, lookup-slow-to-show/);
+    },
+  );
+
+  it('starts the downstream with the lie it is given', async () => {
+    // Arrange
+    stack = await startSimStack({ downstreamLie: 'lookup-never-found' });
+    await fetch(`${stack.downstream.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': 'eff-1' },
+      body: JSON.stringify({ ticketId: 'T-1', channel: 'email', text: 'Hi' }),
+    });
+
+    // Act
+    const found = await fetch(`${stack.downstream.url}/v1/messages/by-key/eff-1`);
+
+    // Assert
+    expect(stack.downstream.lie).toBe('lookup-never-found');
+    expect(stack.downstream.deliveries()).toHaveLength(1);
+    expect(found.status).toBe(404);
+  });
+
   it("points the built-in providers and the messaging URL at the simulators' ports", async () => {
     // Arrange
     stack = await startSimStack({});
