@@ -181,6 +181,8 @@ export async function startStack(supervisor: Supervisor, options: StackOptions):
       ONCEFLOW_OPERATOR_KEYS: operatorKey,
       ONCEFLOW_API_HOST: '127.0.0.1',
       ONCEFLOW_API_PORT: String(apiPort),
+      // As npm start does: each worker drills the effects before it takes tasks, so recovery may rely on what they show.
+      ONCEFLOW_EFFECTS_VERIFY_AT_START: '1',
       ...options.extraEnv,
     };
 

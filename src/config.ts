@@ -84,6 +84,8 @@ export interface OnceflowConfig {
     maxTries: number;
     /** Failed receipt lookups (one per lease) before recovery stops asking: it repeats when safe, else the effect goes to review. */
     maxLookupFailures: number;
+    /** How long an effect's verification (its drills) holds for recovery to rely on its claims. */
+    verificationMaxAgeMs: number;
     backoffMs: number;
     messagesUrl: string;
     /** The messaging service deduplicates by Idempotency-Key (a repeat is then safe). */
@@ -107,6 +109,12 @@ export interface OnceflowConfig {
   simulators: { primaryUrl: string; backupUrl: string; downstreamUrl: string };
   /** Whether `npm start` verifies every route's contracts before it takes jobs (ONCEFLOW_VERIFY_AT_START, default on). */
   verifyAtStart: boolean;
+  /**
+   * Whether the effects' drills run at start (ONCEFLOW_EFFECTS_VERIFY_AT_START):
+   * by default under `npm start`, off for `npm run worker` (a drill sends to the
+   * downstream; production runs `onceflow effects verify` on purpose).
+   */
+  effectsVerifyAtStart: boolean | undefined;
   /** Where the worker serves its counters for Prometheus (`npm run worker`, `npm start`). */
   workerMetricsPort: number;
   retentionDays: number;
@@ -239,6 +247,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): OnceflowConfig
     operationsFile: env.ONCEFLOW_OPERATIONS_FILE || undefined,
     simulators,
     verifyAtStart: env.ONCEFLOW_VERIFY_AT_START !== '0',
+    effectsVerifyAtStart: env.ONCEFLOW_EFFECTS_VERIFY_AT_START === undefined || env.ONCEFLOW_EFFECTS_VERIFY_AT_START === '' ? undefined : env.ONCEFLOW_EFFECTS_VERIFY_AT_START !== '0',
     workerMetricsPort: int(env, 'ONCEFLOW_WORKER_METRICS_PORT', 9464, 0, 65535),
     retentionDays: int(env, 'ONCEFLOW_RETENTION_DAYS', 30, 1),
     logLevel: env.LOG_LEVEL ?? 'info',
@@ -259,6 +268,7 @@ function effectsConfig(env: NodeJS.ProcessEnv): OnceflowConfig['effects'] {
     callTimeoutMs,
     maxTries: int(env, 'ONCEFLOW_EFFECT_MAX_TRIES', 3, 1, 20),
     maxLookupFailures: int(env, 'ONCEFLOW_EFFECT_MAX_LOOKUP_FAILURES', 10, 1, 1_000),
+    verificationMaxAgeMs: int(env, 'ONCEFLOW_EFFECT_VERIFICATION_MAX_AGE_HOURS', 168, 1) * 3_600_000,
     backoffMs: int(env, 'ONCEFLOW_EFFECT_BACKOFF_MS', 500, 0),
     messagesUrl: (env.ONCEFLOW_MESSAGES_URL ?? simulatorsConfig(env).downstreamUrl).replace(/\/$/, ''),
     messagesDeduplicate: env.ONCEFLOW_MESSAGES_DEDUPLICATE === '1',

@@ -8,6 +8,7 @@ import { baselineVersions, registerJobCommandRoutes, registerJobRoutes } from '.
 import { RouteChooser } from '../canary/serving';
 import { registerRouteVersionRoutes } from './route-versions-routes';
 import { registerProviderRoutes } from './providers-routes';
+import { registerEffectRoutes } from './effects-routes';
 import { ProblemError, ProblemType } from './problems';
 import { JobPageSchema, JobSchema, ProblemSchema } from './schemas';
 import { ALWAYS_POSSIBLE, finishDocument, problemResponse } from './openapi';
@@ -187,6 +188,7 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
     await registerJobRoutes(v1, deps, routing);
     await registerJobCommandRoutes(v1, deps);
     await registerProviderRoutes(v1, deps);
+    await registerEffectRoutes(v1, deps);
     await registerUsageRoutes(v1, deps);
     await registerRouteVersionRoutes(v1, deps, routing);
   }, { prefix: '/v1' });

@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import type { OnceflowConfig } from '../config';
 import type { GateSettings } from '../contracts/eligibility';
+import type { EffectAdapter } from '../effects/types';
 import type { Metrics } from '../metrics/metrics';
 import type { OperationRegistry } from '../operations/registry';
 import type { ProviderAdapter } from '../providers/types';
@@ -25,6 +26,8 @@ export interface ApiDeps {
     samples: number;
     timeoutMs: number;
   };
+  /** The effects of the deployment, for their drills (GET /v1/effects, POST /v1/effects/verify); none when absent. */
+  effects?: { adapters: ReadonlyMap<string, EffectAdapter>; verificationMaxAgeMs: number };
   /** Readiness of Temporal: resolves when reachable. */
   temporalReady: () => Promise<void>;
   logger?: boolean;

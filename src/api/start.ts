@@ -11,6 +11,7 @@ import { loadOperations, type LoadedOperations } from '../operations/load';
 import { loadProviders } from '../providers/load';
 import { connectTemporal } from '../temporal/connect';
 import { warmUpStartMessages } from '../temporal/message-warm-up';
+import { createEffectRegistry } from '../effects/registry';
 import { apiContracts, buildApp, type App } from './app';
 import { JobWaiter } from './job-waiter';
 import { urlHost } from '../url-host';
@@ -45,6 +46,7 @@ export async function startApi(config: OnceflowConfig, db: Pool, metrics: Metric
     workflows: { client, taskQueue: config.temporal.taskQueue, searchAttributes: config.temporal.searchAttributes, workflowTaskTimeoutMs: config.temporal.workflowTaskTimeoutMs },
     operations,
     contracts: apiContracts(config, providers, route),
+    effects: { adapters: createEffectRegistry({ config: config.effects, db, declared: loaded.httpEffects }), verificationMaxAgeMs: config.effects.verificationMaxAgeMs },
     metrics,
     waiter,
     temporalReady: async () => {

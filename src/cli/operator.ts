@@ -5,6 +5,8 @@
  *   onceflow jobs show JOB [--json]
  *   onceflow attempts resolve JOB ATTEMPT --outcome failed|cancelled --reason TEXT [--json]
  *   onceflow effects resolve JOB NAME --outcome succeeded|failed --reason TEXT [--receipt JSON] [--json]
+ *   onceflow effects list [--json]
+ *   onceflow effects verify [--effect NAME] [--json]
  *   onceflow providers verify [--operation O] [--provider P] [--json]
  *   onceflow routes list [--json]
  *   onceflow routes canary start --operation O --version V --route P/M[,P/M…] --owner WHO --share PCT (--expires-in 2h | --expires-at T)
@@ -18,7 +20,7 @@
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { LISTABLE_STATUSES, type ListableStatus } from '../ledger/job-list';
-import { OnceflowApiError, OnceflowClient, OnceflowUnavailableError, type Job, type JobPage, type NewCanary, type RouteOperations, type RouteVersion, type Verification } from '../client';
+import { OnceflowApiError, OnceflowClient, OnceflowUnavailableError, type Job, type JobPage, type NewCanary, type RouteOperations, type RouteVersion, type Verification, type Effects, type EffectVerificationView } from '../client';
 import { LIMIT_PATTERN } from '../api/schemas';
 import { ExitCode, table, UsageError, when, type CliIo } from './io';
 import { readStackFile, stackFilePath } from '../stack/stack-file';
@@ -27,6 +29,8 @@ export const OPERATOR_USAGE = `usage: onceflow jobs list --status STATUS [--prin
        onceflow jobs show JOB [--json]
        onceflow attempts resolve JOB ATTEMPT --outcome failed|cancelled --reason TEXT [--json]
        onceflow effects resolve JOB NAME --outcome succeeded|failed --reason TEXT [--receipt JSON] [--json]
+       onceflow effects list [--json]
+       onceflow effects verify [--effect NAME] [--json]
        onceflow providers verify [--operation O] [--provider P] [--json]
        onceflow routes list [--json]
        onceflow routes canary start --operation O --version V --route P/M[,P/M...] --owner WHO --share PCT (--expires-in 2h | --expires-at T)
@@ -136,6 +140,18 @@ function commandOf(group: string, command: string | undefined): ((args: string[]
         ...(values.receipt === undefined ? {} : { receipt: receiptOf(values.receipt) }),
       };
       return { client: connect(values, io), json: values.json === true, finish: async (client) => showJob(await client.resolveEffect(positionals[0]!, positionals[1]!, resolution)) };
+    };
+  }
+  if (key === 'effects list') {
+    return async (args, io) => {
+      const { values } = parse(args, {}, 0);
+      return { client: connect(values, io), json: values.json === true, finish: async (client) => showEffects(await client.listEffects()) };
+    };
+  }
+  if (key === 'effects verify') {
+    return async (args, io) => {
+      const { values } = parse(args, { effect: { type: 'string' } }, 0);
+      return { client: connect(values, io), json: values.json === true, finish: async (client) => showEffectVerifications(await client.verifyEffects(values.effect ? { effect: values.effect } : {})) };
     };
   }
   if (key === 'providers verify') {
@@ -338,6 +354,26 @@ function showJob(job: Job): Shown {
     table([['AT', 'EVENT', 'DETAIL'], ...job.events.map((e) => [when(e.at), e.type, Object.keys(e.detail).length ? compact(e.detail) : ''])]),
   ];
   return { json: job, text: lines.join('\n') };
+}
+
+function showEffects(effects: Effects): Shown {
+  const standing = (claimed: boolean, trust: { current: boolean; why?: string }) => (!claimed ? '-' : trust.current ? 'verified' : `no: ${trust.why}`);
+  const text = table([
+    ['EFFECT', 'LOOKUP', 'DEDUPLICATES', 'RECOVERY', 'VERIFIED'],
+    ...effects.effects.map((e) => [e.name, standing(e.claims.lookup, e.trust.lookup), standing(e.claims.deduplicates, e.trust.dedupe), e.recovery, when(e.latestVerification?.verifiedAt)]),
+  ]);
+  return { json: effects, text };
+}
+
+function showEffectVerifications(verifications: EffectVerificationView[]): Shown {
+  const rows = verifications.flatMap((v) =>
+    Object.entries(v.drills).map(([drill, result]) => {
+      const r = result as { passed?: boolean; skipped?: boolean; detail?: string; why?: string; ms?: number };
+      return [v.effect, drill, r.skipped ? 'skipped' : r.passed ? 'PASS' : 'FAIL', r.skipped ? (r.why ?? '') : `${r.detail ?? ''}${r.ms !== undefined ? ` (${r.ms} ms)` : ''}`];
+    }),
+  );
+  const text = table([['EFFECT', 'DRILL', 'RESULT', 'DETAIL'], ...rows]);
+  return { json: verifications, text, failed: verifications.some((v) => !v.passed) };
 }
 
 function showVerifications(verifications: Verification[]): Shown {

@@ -11,6 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import { HttpSender, isTerminal, OnceflowApiError, OnceflowUnavailableError, sleep, type HttpAnswer, type Problem, type Sleep } from '../../packages/client';
 import type { JobPageView, JobSummaryView, JobView } from '../api/schemas';
+import type { EffectsView } from '../api/effects-routes';
 import type { ListableStatus } from '../ledger/job-list';
 
 export { OnceflowApiError, OnceflowUnavailableError, type Problem };
@@ -18,6 +19,9 @@ export { OnceflowApiError, OnceflowUnavailableError, type Problem };
 export type Job = JobView;
 export type JobSummary = JobSummaryView;
 export type JobPage = JobPageView;
+export type Effects = EffectsView;
+/** One verification of an effect: its drills' evidence. */
+export type EffectVerificationView = NonNullable<EffectsView['effects'][number]['latestVerification']>;
 
 /** What an operator lists jobs by (GET /v1/jobs?status=...). */
 export interface JobListQuery {
@@ -199,6 +203,17 @@ export class OnceflowClient {
   async verifyProviders(filter: { operation?: string; provider?: string } = {}): Promise<Verification[]> {
     const answer = await this.request('POST', '/v1/providers/verify', { 'content-type': 'application/json' }, JSON.stringify(filter), { once: true });
     return (answer.body as { verifications: Verification[] }).verifications;
+  }
+
+  /** Operators: each effect, its claims, its newest verification and what recovery may do now. */
+  async listEffects(): Promise<Effects> {
+    return (await this.request('GET', '/v1/effects', {})).body as Effects;
+  }
+
+  /** Operators: runs the effects' drills now (all, or the one named). @throws OnceflowApiError 404 when the effect makes no claim or does not exist. */
+  async verifyEffects(filter: { effect?: string } = {}): Promise<EffectVerificationView[]> {
+    const answer = await this.request('POST', '/v1/effects/verify', { 'content-type': 'application/json' }, JSON.stringify(filter), { once: true });
+    return (answer.body as { verifications: EffectVerificationView[] }).verifications;
   }
 
   /** Operators: route versions per operation, what serves new jobs, and how each version did. */

@@ -21,4 +21,16 @@ export interface HttpEffectDeclaration {
   deduplicates: boolean;
   /** Per-try timeout, ms (default 10000). */
   timeoutMs?: number;
+  /**
+   * What the drills that check `lookup` and `deduplicates` send (onceflow
+   * effects verify): probes (input and output values, as a job has them), a
+   * malformed probe the downstream must refuse with a 4xx, and, for a
+   * downstream with a staging or test mode, another origin and extra headers.
+   */
+  verify?: {
+    url?: string;
+    headers?: Record<string, string>;
+    probes?: Array<{ name: string; input: Record<string, unknown>; output: Record<string, unknown> }>;
+    malformed?: { input: Record<string, unknown>; output: Record<string, unknown> };
+  };
 }

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import canonicalize from 'canonicalize';
 import type { HttpEffectDeclaration } from './http-declaration';
 import { createRedactor, resolveEnv } from './http-env';
 import { downstreamFetch } from './downstream-fetch';
@@ -5,7 +7,7 @@ import { classifyTransportFailure, defaultFailureKind, statusFailure, type Failu
 import { statusLists } from './http-statuses';
 import { compileUrlTemplate, renderTemplate, TemplateValueError, unknownPlaceholders, type UrlTemplate } from './http-template';
 import { isJsonPointer, readJsonPointer } from './json-pointer';
-import { EFFECT_NAME_MAX_LENGTH, EFFECT_NAME_PATTERN, type EffectAdapter, type EffectContext, type LookupResult, type PerformResult } from './types';
+import { EFFECT_NAME_MAX_LENGTH, EFFECT_NAME_PATTERN, type EffectAdapter, type EffectContext, type LookupResult, type PerformResult, type VerifiableEffect } from './types';
 
 /** A declared effect cannot be built: the message names the effect and the problem, never a secret's value. */
 export class HttpEffectDeclarationError extends Error {
@@ -42,7 +44,7 @@ type Receipt = Record<string, string | number | boolean | null>;
  * entry that is no code or range or stands in two lists, a pointer that is not
  * a JSON pointer.
  */
-export function createHttpEffect(declaration: HttpEffectDeclaration, env: NodeJS.ProcessEnv = process.env): EffectAdapter {
+export function createHttpEffect(declaration: HttpEffectDeclaration, env: NodeJS.ProcessEnv = process.env, sendTo?: { origin: string; headers: Record<string, string> }): EffectAdapter {
   const name = String(declaration.name);
   const invalid = (problem: string) => new HttpEffectDeclarationError(name, problem);
   if (name.length > EFFECT_NAME_MAX_LENGTH || !new RegExp(EFFECT_NAME_PATTERN).test(name)) {
@@ -60,7 +62,7 @@ export function createHttpEffect(declaration: HttpEffectDeclaration, env: NodeJS
   if (!['POST', 'PUT', 'PATCH'].includes(method)) throw invalid(`method ${String(method)} is not POST, PUT or PATCH`);
   // The URL may name the job's values in its path and query (`/tickets/{{input.ticketId}}/comments`), URL-encoded when sent.
   const url = checkedUrl(fromEnv(declaration.url), 'the URL', invalid);
-  const headers = checkedHeaders(declaration.headers ?? {}, fromEnv, invalid);
+  const headers = { ...checkedHeaders(declaration.headers ?? {}, fromEnv, invalid), ...sendTo?.headers };
   const idempotencyHeader = declaration.idempotencyHeader ?? DEFAULT_IDEMPOTENCY_HEADER;
   checkedHeaders({ [idempotencyHeader]: 'key' }, (text) => text, invalid);
   const timeoutMs = declaration.timeoutMs ?? DEFAULT_TIMEOUT_MS;
@@ -83,11 +85,21 @@ export function createHttpEffect(declaration: HttpEffectDeclaration, env: NodeJS
   const masked = (result: FailureResult): FailureResult => ({ ...result, detail: redact(result.detail) });
   const signalFor = (context: EffectContext): AbortSignal => AbortSignal.any([AbortSignal.timeout(timeoutMs), ...(context.signal ? [context.signal] : [])]);
 
+  /** A rendered URL, sent to the drills' origin instead when this adapter is a drill's (verify.url, the fault proxy). */
+  const rebased = (rendered: string): string => {
+    if (!sendTo) return rendered;
+    const moved = new URL(rendered);
+    const to = new URL(sendTo.origin);
+    moved.protocol = to.protocol;
+    moved.host = to.host;
+    return moved.toString();
+  };
+
   async function perform(context: EffectContext): Promise<PerformResult> {
     let body: string;
     let target: string;
     try {
-      target = url.render(context);
+      target = rebased(url.render(context));
     } catch (err) {
       if (!(err instanceof TemplateValueError)) throw err;
       // Nothing was sent: a definite no, with what was missing.
@@ -130,7 +142,7 @@ export function createHttpEffect(declaration: HttpEffectDeclaration, env: NodeJS
     const fail = (problem: string) => new Error(redact(`effect ${name}: receipt lookup ${problem}`));
     let target: string;
     try {
-      target = declared.url.render({ ...context, key });
+      target = rebased(declared.url.render({ ...context, key }));
     } catch (err) {
       if (err instanceof TemplateValueError) throw fail(`URL could not be built: ${err.message}`);
       throw err;
@@ -158,12 +170,48 @@ export function createHttpEffect(declaration: HttpEffectDeclaration, env: NodeJS
     return { found: true, receipt };
   }
 
+  const drill = checkedVerify(declaration.verify, fromEnv, invalid);
+  const verifiable: VerifiableEffect = {
+    declarationDigest: declarationDigest(declaration),
+    host: new URL(url.origin).host,
+    drillOrigin: drill.origin ?? url.origin,
+    probes: drill.probes,
+    ...(drill.malformed ? { malformed: drill.malformed } : {}),
+    via: (origin) => createHttpEffect(declaration, env, { origin, headers: drill.headers }),
+  };
   return {
     name,
     repeatSafe: declaration.deduplicates,
     perform,
     ...(lookup ? { lookup: (key: string, context: EffectContext) => lookupReceipt(lookup, key, context) } : {}),
+    // A claim to check: a lookup, or deduplication.
+    ...(lookup || declaration.deduplicates ? { verifiable } : {}),
   };
+}
+
+/** The declaration's digest: what a verification holds for (its timeout changes nothing a drill shows). */
+export function declarationDigest(declaration: HttpEffectDeclaration): string {
+  const { timeoutMs: _timeoutMs, ...claims } = declaration;
+  return createHash('sha256').update(canonicalize(claims) ?? '').digest('hex');
+}
+
+/** The declaration's `verify:` block, checked: its target's origin, headers and probes. */
+function checkedVerify(verify: HttpEffectDeclaration['verify'], fromEnv: (text: string) => string, invalid: (problem: string) => Error) {
+  const headers = checkedHeaders(verify?.headers ?? {}, fromEnv, invalid);
+  let origin: string | undefined;
+  if (verify?.url !== undefined) {
+    try {
+      const parsed = new URL(fromEnv(verify.url));
+      if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new TypeError('not http(s)');
+      origin = parsed.origin;
+    } catch (err) {
+      if (!(err instanceof TypeError)) throw err;
+      throw invalid('verify.url is not an absolute http or https URL');
+    }
+  }
+  const probes = (verify?.probes ?? []).map((probe) => ({ name: String(probe.name), input: probe.input ?? {}, output: probe.output ?? {} }));
+  const malformed = verify?.malformed ? { name: 'malformed', input: verify.malformed.input ?? {}, output: verify.malformed.output ?? {} } : undefined;
+  return { headers, origin, probes, malformed };
 }
 
 interface CheckedLookup {

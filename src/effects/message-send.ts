@@ -1,6 +1,8 @@
 import { downstreamFetch } from './downstream-fetch';
 import { classifyDownstreamStatus, classifyTransportFailure } from './http-outcome';
-import type { EffectAdapter, EffectContext, LookupResult, PerformResult } from './types';
+import { createHash } from 'node:crypto';
+import canonicalize from 'canonicalize';
+import type { EffectAdapter, EffectContext, EffectProbe, LookupResult, PerformResult, VerifiableEffect } from './types';
 
 export interface MessageSendOptions {
   /** Base URL of the messaging service, e.g. http://127.0.0.1:7310 */
@@ -10,15 +12,30 @@ export interface MessageSendOptions {
   timeoutMs: number;
 }
 
+/** What the drills send the messaging service: a message anyone reading the channel knows for a check. */
+const MESSAGE_PROBE: EffectProbe = {
+  name: 'a verification message',
+  input: { ticketId: 'onceflow-verify', channel: 'email' },
+  output: { reply: 'Onceflow is checking this service (a drill): please ignore.' },
+};
+
 /**
  * `message.send`: the reply of support.reply, sent on the ticket's channel.
  * Receipt: the service's messageId. Lookup: GET /v1/messages/by-key/{key}.
  */
 export function createMessageSend(options: MessageSendOptions): EffectAdapter {
   const base = options.baseUrl.replace(/\/$/, '');
+  const verifiable: VerifiableEffect = {
+    declarationDigest: createHash('sha256').update(canonicalize({ name: 'message.send', baseUrl: base, deduplicates: options.deduplicates }) ?? '').digest('hex'),
+    host: new URL(base).host,
+    drillOrigin: new URL(base).origin,
+    probes: [MESSAGE_PROBE],
+    via: (origin) => createMessageSend({ ...options, baseUrl: `${origin}${new URL(base).pathname.replace(/\/$/, '')}` }),
+  };
   return {
     name: 'message.send',
     repeatSafe: options.deduplicates,
+    verifiable,
 
     async perform(context: EffectContext): Promise<PerformResult> {
       const body = JSON.stringify({

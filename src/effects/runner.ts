@@ -21,6 +21,9 @@ import type { Metrics } from '../metrics/metrics';
 import type { OperationRegistry } from '../operations/registry';
 import { finishJobLocked } from './finish';
 import { afterJobBlocked, afterJobEnded } from '../canary/job-ended';
+import { appendEvent, JobEventType } from '../ledger/events';
+import { effectTrust } from './verify/trust';
+import type { DrillStanding } from '../ledger/effect-verifications';
 import type { EffectAdapter, EffectContext } from './types';
 import { prepared } from '../db/prepared';
 
@@ -38,7 +41,12 @@ export interface EffectSettings {
    * otherwise hands the effect to an operator (invariant 8).
    */
   maxLookupFailures?: number;
+  /** How long an effect's verification holds (invariant 14: recovery relies only on claims a current drill shows). */
+  verificationMaxAgeMs?: number;
 }
+
+/** How long a verification of an effect holds when the settings name no age. */
+export const DEFAULT_VERIFICATION_MAX_AGE_MS = 7 * 24 * 3_600_000;
 
 /** The bound on failed receipt lookups when the settings name none. */
 export const DEFAULT_MAX_LOOKUP_FAILURES = 10;
@@ -76,6 +84,14 @@ export class EffectNotConfiguredError extends Error {
   override name = 'EffectNotConfiguredError';
 }
 
+const whyNot = (standing: DrillStanding): string => (standing.current ? 'verified' : standing.why);
+
+/** The reason a review names, by the path recovery took. */
+const WHY = {
+  no_lookup: 'the effect can be neither looked up nor safely repeated',
+  lookup_failing: 'the receipt lookup keeps failing',
+} as const;
+
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -88,6 +104,34 @@ export function createEffectRunner(deps: EffectRunnerDeps) {
   const { db, metrics, settings } = deps;
   const callTimeoutMs = settings.callTimeoutMs ?? Math.floor(settings.leaseMs / 4);
   const maxLookupFailures = settings.maxLookupFailures ?? DEFAULT_MAX_LOOKUP_FAILURES;
+  const verificationMaxAgeMs = settings.verificationMaxAgeMs ?? DEFAULT_VERIFICATION_MAX_AGE_MS;
+
+  /**
+   * Invariant 14, the repeat gate: a send that may have happened is repeated
+   * only when the dedupe drill holds a current pass; otherwise the effect goes
+   * to review, and the job's history names the verification that was missing.
+   */
+  async function repeatOrReview(effect: EffectRecord, call: EffectCall, adapter: EffectAdapter, why: string, maybePerformed: boolean): Promise<EffectState> {
+    if (!adapter.repeatSafe) {
+      metrics.effectsRecovered.inc({ effect: effect.name, result: 'needs_review' });
+      return settle(effect, call.owner, 'needs_review', { error: { class: `${why}_unsafe_to_repeat`, detail: `${WHY[why as keyof typeof WHY] ?? why}, and repeating is not safe: an operator must decide` } });
+    }
+    const trust = await effectTrust(db, adapter, verificationMaxAgeMs);
+    if (trust.dedupe.current) {
+      metrics.effectsRecovered.inc({ effect: effect.name, result: 'repeated' });
+      return execute(effect, call, undefined, maybePerformed);
+    }
+    return refuse(effect, call, `its deduplication is not verified (${trust.dedupe.why})`, 'dedupe');
+  }
+
+  /** Sends an effect to review because recovery would rely on a claim no current drill shows; the history says which. */
+  async function refuse(effect: EffectRecord, call: EffectCall, detail: string, claim: 'dedupe' | 'lookup', receipt?: Record<string, unknown>): Promise<EffectState> {
+    metrics.effectsRecovered.inc({ effect: effect.name, result: 'repeat_refused' });
+    await appendEvent(db, effect.jobId, JobEventType.effectRepeatRefused, { name: effect.name, claim, detail, ...(receipt ? { foundReceipt: receipt } : {}) });
+    return settle(effect, call.owner, 'needs_review', {
+      error: { class: 'unverified_claim', detail: `recovery would rely on ${detail}: an operator must decide (onceflow effects verify)`, ...(receipt ? { foundReceipt: receipt } : {}) },
+    });
+  }
 
   async function stateOf(jobId: string, name: string): Promise<EffectState> {
     const [effect, job] = await Promise.all([getEffect(db, jobId, name), getJob(db, jobId)]);
@@ -255,40 +299,44 @@ export function createEffectRunner(deps: EffectRunnerDeps) {
             metrics.effectsRecovered.inc({ effect: name, result: 'lookup_failed' });
             return stateOf(jobId, name);
           }
-          // The lookup will not tell: repeat when the downstream deduplicates, else an operator decides.
-          if (adapter.repeatSafe) {
-            metrics.effectsRecovered.inc({ effect: name, result: 'repeated' });
-            return execute(effect, call, undefined, true);
-          }
+          // The lookup will not tell: repeat when the downstream's deduplication is verified, else an operator decides.
+          if (adapter.repeatSafe) return repeatOrReview(effect, call, adapter, 'lookup_failing', true);
           metrics.effectsRecovered.inc({ effect: name, result: 'needs_review' });
           return settle(effect, call.owner, 'needs_review', {
             error: { class: 'lookup_failing', detail: `the receipt lookup failed ${failures} times (last: ${message.slice(0, 300)}), and repeating is not safe: an operator must decide` },
           });
         }
         await noteLookup(db, effect.id, call.owner, found.found);
+        // What the lookup says is relied on only when its drills hold a current pass.
+        const trust = await effectTrust(db, adapter, verificationMaxAgeMs);
         if (found.found) {
+          if (!trust.lookup.current) return refuse(effect, call, `a receipt its lookup found, and that lookup is not verified (${trust.lookup.why})`, 'lookup', found.receipt);
           metrics.receiptsFound.inc({ effect: name });
           metrics.effectsRecovered.inc({ effect: name, result: 'receipt_found' });
           return settle(effect, call.owner, 'succeeded', { receipt: { ...found.receipt, foundBy: 'lookup' } });
         }
-        if (adapter.repeatSafe) {
-          metrics.effectsRecovered.inc({ effect: name, result: 'repeated' });
+        // A verified "not found" says the downstream never took it: sending it is its first send, up to
+        // the tries one claim has (a downstream that fails every try without acting is not tried for ever).
+        if (trust.lookup.current) {
+          metrics.effectsRecovered.inc({ effect: name, result: 'not_received' });
+          if (effect.tries >= settings.maxTries) {
+            return settle(effect, call.owner, 'failed', {
+              error: { class: 'not_received', detail: `the downstream took none of ${effect.tries} tries (its verified lookup finds none): the effect did not happen; last: ${String(effect.error?.detail ?? effect.error?.class ?? 'no answer')}` },
+            });
+          }
           return execute(effect, call);
         }
-        metrics.effectsRecovered.inc({ effect: name, result: 'needs_review' });
-        return settle(effect, call.owner, 'needs_review', {
-          error: { class: 'not_found_unsafe_to_repeat', detail: 'the downstream has no receipt for the key, and repeating is not safe: an operator must decide' },
-        });
+        if (adapter.repeatSafe && trust.dedupe.current) {
+          metrics.effectsRecovered.inc({ effect: name, result: 'repeated' });
+          return execute(effect, call, undefined, true);
+        }
+        if (!adapter.repeatSafe) {
+          return refuse(effect, call, `"not found" from a lookup that is not verified (${whyNot(trust.lookup)}), and repeating is not safe`, 'lookup');
+        }
+        return refuse(effect, call, `"not found" from a lookup that is not verified (${whyNot(trust.lookup)}), or its deduplication, which is not verified either (${whyNot(trust.dedupe)})`, 'dedupe');
       }
-      if (adapter.repeatSafe) {
-        // Nothing can tell whether the first try acted: a "no" to the repeat proves nothing.
-        metrics.effectsRecovered.inc({ effect: name, result: 'repeated' });
-        return execute(effect, call, undefined, true);
-      }
-      metrics.effectsRecovered.inc({ effect: name, result: 'needs_review' });
-      return settle(effect, call.owner, 'needs_review', {
-        error: { class: 'no_lookup_unsafe_to_repeat', detail: 'the effect can be neither looked up nor safely repeated: an operator must decide' },
-      });
+      // Nothing can tell whether the first try acted: a "no" to a repeat proves nothing.
+      return repeatOrReview(effect, call, adapter, 'no_lookup', true);
     },
 
     inspect: stateOf,

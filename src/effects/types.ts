@@ -31,6 +31,33 @@ export type PerformResult =
 
 export type LookupResult = { found: true; receipt: Record<string, unknown> } | { found: false };
 
+/** One probe of an effect's drills: the values a job would send it with. */
+export interface EffectProbe {
+  name: string;
+  input: Record<string, unknown>;
+  output: Record<string, unknown>;
+}
+
+/**
+ * What an effect's claims are checked with (effects/verify/drills.ts): the
+ * declaration and host a verification holds for, the probes, and the same
+ * effect sent through another origin (the drills' fault proxy, or the
+ * declaration's verify target).
+ */
+export interface VerifiableEffect {
+  /** SHA-256 of the declaration as written (its ${ENV} names, not their values). */
+  readonly declarationDigest: string;
+  /** The host (and port) the effect sends to, where the verification holds. */
+  readonly host: string;
+  /** Where the drills send: the declaration's verify target, else its own origin. */
+  readonly drillOrigin: string;
+  readonly probes: readonly EffectProbe[];
+  /** A probe the downstream must refuse with a 4xx (the classification drill), when declared. */
+  readonly malformed?: EffectProbe;
+  /** The same effect, its requests sent to `origin` instead (with the verify target's extra headers). */
+  via(origin: string): EffectAdapter;
+}
+
 /** An effect adapter declares what it can do; the runner decides what may be done. */
 export interface EffectAdapter {
   readonly name: string;
@@ -51,4 +78,6 @@ export interface EffectAdapter {
    * @throws Error when the lookup itself fails (nothing is concluded).
    */
   lookup?(key: string, context: EffectContext): Promise<LookupResult>;
+  /** Its claims (a lookup, deduplication) can be checked by drills; absent for an effect with none to check. */
+  readonly verifiable?: VerifiableEffect;
 }

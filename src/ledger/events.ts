@@ -26,6 +26,8 @@ export const JobEventType = {
   effectSettled: 'effect.settled',
   effectRecovered: 'effect.recovered',
   effectNeedsReview: 'effect.needs_review',
+  /** Recovery would have repeated a send, or settled from a lookup, through a claim no current drill shows (invariant 14). */
+  effectRepeatRefused: 'effect.repeat_refused',
   effectResolved: 'effect.resolved',
   workflowRepaired: 'job.workflow_repaired',
   reopened: 'job.reopened',

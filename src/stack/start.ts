@@ -166,7 +166,7 @@ async function start(stops: Stops, stopAll: () => Promise<void>, signal: AbortSi
   const workerMetrics = createMetrics();
   const workerMetricsServer = await serveMetrics(workerMetrics.registry, config.api.host, config.workerMetricsPort, 'ONCEFLOW_WORKER_METRICS_PORT');
   stops.push({ stop: workerMetricsServer.close });
-  const worker = await startWorker(config, db, workerMetrics, loaded);
+  const worker = await startWorker(config, db, workerMetrics, loaded, { verifyByDefault: true, log });
   stops.push({ name: 'the worker', stop: worker.close });
   step(worker);
   // The demo page exists here only, on the dev stack: `npm run api` never mounts it.

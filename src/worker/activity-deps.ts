@@ -59,7 +59,7 @@ export function buildActivityDeps(parts: WorkerParts): ActivityDeps {
       metrics: parts.metrics,
       adapters,
       operations: parts.operations,
-      settings: { leaseMs: config.effects.leaseMs, maxTries: config.effects.maxTries, backoffMs: config.effects.backoffMs, callTimeoutMs: config.effects.callTimeoutMs, maxLookupFailures: config.effects.maxLookupFailures },
+      settings: { leaseMs: config.effects.leaseMs, maxTries: config.effects.maxTries, backoffMs: config.effects.backoffMs, callTimeoutMs: config.effects.callTimeoutMs, maxLookupFailures: config.effects.maxLookupFailures, verificationMaxAgeMs: config.effects.verificationMaxAgeMs },
     }),
     effectTimeoutMs: config.effects.leaseMs,
     gate: { maxAgeMs: config.contracts.maxAgeMs, demotion: config.contracts.demotion },

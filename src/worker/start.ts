@@ -2,6 +2,8 @@ import { Client } from '@temporalio/client';
 import type { Worker } from '@temporalio/worker';
 import type { Pool } from 'pg';
 import { createActivities } from '../activities';
+import { createEffectRegistry } from '../effects/registry';
+import { verifyEffectsAtStart } from '../effects/verify/at-start';
 import type { OnceflowConfig } from '../config';
 import { createMetrics, type Metrics } from '../metrics/metrics';
 import { recordOperationVersions } from '../ledger/operation-versions';
@@ -26,7 +28,14 @@ export interface RunningWorker {
  * Starts a worker polling config.temporal.taskQueue; close() drains it.
  * @throws OperationsFileError when the operations file is wrong, or changes an input schema under a version jobs were made with.
  */
-export async function startWorker(config: OnceflowConfig, db: Pool, metrics: Metrics = createMetrics({ defaultMetrics: true }), loaded: LoadedOperations = loadOperations(config.operationsFile)): Promise<RunningWorker> {
+export async function startWorker(
+  config: OnceflowConfig,
+  db: Pool,
+  metrics: Metrics = createMetrics({ defaultMetrics: true }),
+  loaded: LoadedOperations = loadOperations(config.operationsFile),
+  /** Whether the effects' drills run before the worker takes tasks, when ONCEFLOW_EFFECTS_VERIFY_AT_START does not say (npm start: yes; npm run worker: no). */
+  effects: { verifyByDefault: boolean; log: (line: string) => void } = { verifyByDefault: false, log: (line) => console.log(`worker: ${line}`) },
+): Promise<RunningWorker> {
   installTemporalRuntime();
   const operations = loaded.registry;
   const { providers, prices, routeFor: route } = await loadProviders(config, operations);
@@ -35,6 +44,9 @@ export async function startWorker(config: OnceflowConfig, db: Pool, metrics: Met
   // The first job should cost what the hundredth does: the tokenizers it checks prompts with are built now.
   warmUpTokenizers([...operations.keys()].flatMap((name) => route(name).map((step) => step.model)));
   warmUpActivationMessages();
+  const effectAdapters = createEffectRegistry({ config: config.effects, db, declared: loaded.httpEffects });
+  // Invariant 14: what recovery may rely on is what the drills showed.
+  if (config.effectsVerifyAtStart ?? effects.verifyByDefault) await verifyEffectsAtStart(db, effectAdapters, config.effects.verificationMaxAgeMs, effects.log);
   const connection = await connectTemporalWorker(config.temporal.connection);
   // The worker's own client: the sweeper starts job workflows with it, and it keeps the Schedules up to date.
   const clientConnection = await connectTemporal(config.temporal.connection);
@@ -43,7 +55,7 @@ export async function startWorker(config: OnceflowConfig, db: Pool, metrics: Met
   const worker = await createWorker({
     connection,
     temporal: config.temporal,
-    activities: createActivities(buildActivityDeps({ db, metrics, config, operations, providers, prices, routeFor: route, workflows, declaredEffects: loaded.httpEffects })),
+    activities: createActivities(buildActivityDeps({ db, metrics, config, operations, providers, prices, routeFor: route, workflows, effectAdapters })),
   });
   const running = worker.run();
   await ensureRetentionSchedule(client, { taskQueue: config.temporal.taskQueue, retentionDays: config.retentionDays });

@@ -5,7 +5,7 @@ import { createRegistry } from '../../src/operations/registry';
 import { routeVersionOf } from '../../src/providers/route-version';
 import { SIM_ROUTE } from '../../src/sim/providers';
 import { pollUntil } from '../harness/poll';
-import { auth, isTerminalJob, KEYS, runReply, startTestStack, submitReply, waitForJob, type TestStack } from '../harness/stack';
+import { auth, isTerminalJob, KEYS, runReply, startTestStack, submitReply, waitForJob, withoutEffectVerifications, type TestStack } from '../harness/stack';
 
 const OPERATION = 'support.reply';
 const BASELINE = routeVersionOf(SIM_ROUTE);
@@ -152,12 +152,14 @@ describe('canary routes', () => {
   });
 
   it('stops by itself at the first job with an effect in review, while that job waits for an operator', async () => {
-    // Arrange: the default allows no effect in review; the downstream fails without recording, so recovery finds nothing and may not repeat
+    // Arrange: the default allows no effect in review; the downstream fails without recording, and its lookup is not verified, so recovery may rely on nothing
     const version = (await start({ thresholds: { window: 20 } })).json().version;
+    const verifyAgain = await withoutEffectVerifications(stack);
 
     // Act
     const submitted = await submitReply(stack, { message: 'Lost send @sink(status=500)' });
     await waitForJob(stack, submitted.json().id, (job) => job.effects?.[0]?.status === 'needs_review');
+    await verifyAgain();
     await pollUntil(async () => (await versionView(version)).state !== 'running', { timeoutMs: 5_000, everyMs: 50 });
 
     // Assert

@@ -8,6 +8,7 @@ describe('the effect registry', () => {
   const config: OnceflowConfig['effects'] = {
     leaseMs: 60_000,
     maxLookupFailures: 10,
+    verificationMaxAgeMs: 3_600_000,
     callTimeoutMs: 5_000,
     maxTries: 3,
     backoffMs: 500,

@@ -2,6 +2,7 @@ import type { HttpEffectDeclaration } from '../../src/effects/http-declaration';
 import { createHttpEffect } from '../../src/effects/http-effect';
 import { createMessageSend } from '../../src/effects/message-send';
 import { createEffectRunner } from '../../src/effects/runner';
+import { verifyEffects } from '../../src/effects/verify/verify-effects';
 import type { EffectAdapter } from '../../src/effects/types';
 import { getEffect } from '../../src/ledger/effects';
 import { getJob } from '../../src/ledger/jobs';
@@ -37,6 +38,7 @@ describe('a declared HTTP effect in the effect ledger', () => {
     lookup: { url: '${MESSAGES_URL}/v1/messages/by-key/{{key}}' },
     deduplicates: false,
     timeoutMs: 300,
+    verify: { probes: [{ name: 'a message', input: { ticketId: 'V-1', channel: 'email' }, output: { reply: 'a drill' } }] },
     ...overrides,
   });
 
@@ -51,6 +53,12 @@ describe('a declared HTTP effect in the effect ledger', () => {
   const declaredAgainst = (target: SimDownstream, overrides: Partial<HttpEffectDeclaration> = {}) => createHttpEffect(messageSend(overrides), { MESSAGES_URL: target.url });
 
   const jobWithWinner = (reply: string) => jobWithWinnerIn(db.pool, reply);
+  beforeAll(async () => {
+    // As a start does: the drills show what recovery may rely on, for the two declarations recovered from below.
+    for (const adapter of [declaredAgainst(downstream), declaredAgainst(dedupingDownstream, { lookup: undefined, deduplicates: true })]) {
+      await verifyEffects(db.pool, new Map([[adapter.name, adapter]]));
+    }
+  });
   const deliveriesOf = (target: SimDownstream, ticketId: string) => target.deliveries().filter((d) => d.ticketId === ticketId);
   /** The lease has run out: recovery may take the effect over. */
   const expireLease = (jobId: string) => db.pool.query(`UPDATE effects SET lease_expires_at = now() - interval '1 second' WHERE job_id = $1`, [jobId]);

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createEffectRunner } from '../../src/effects/runner';
+import { verifyEffects } from '../../src/effects/verify/verify-effects';
+import { recordEffectVerification } from '../../src/ledger/effect-verifications';
 import type { EffectAdapter, LookupResult, PerformResult } from '../../src/effects/types';
 import { createMessageSend } from '../../src/effects/message-send';
 import { requestDigest } from '../../src/jobs/digest';
@@ -23,6 +25,8 @@ describe('effect claims and recovery', () => {
   let dedupingDownstream: SimDownstream;
   beforeAll(async () => {
     [db, downstream, dedupingDownstream] = await Promise.all([createTestDatabase(), startSimDownstream({}), startSimDownstream({ dedupe: true })]);
+    // As a start does: the drills show what recovery may rely on (a lookup that tells, a deduplication) for both downstreams.
+    for (const target of [downstream, dedupingDownstream]) await verifyEffects(db.pool, new Map([['message.send', adapterFor(target)]]));
   });
   afterAll(async () => {
     await Promise.all([db.drop(), downstream.close(), dedupingDownstream.close()]);
@@ -30,11 +34,12 @@ describe('effect claims and recovery', () => {
 
   // Long enough that a loaded machine cannot let a lease lapse between two steps that rely on it being held.
   const LEASE_MS = 2_000;
+  const adapterFor = (target: SimDownstream) => createMessageSend({ baseUrl: target.url, deduplicates: target === dedupingDownstream, timeoutMs: 300 });
   const runnerFor = (target: SimDownstream, metrics = createMetrics()) =>
     createEffectRunner({
       db: db.pool,
       metrics,
-      adapters: new Map([['message.send', createMessageSend({ baseUrl: target.url, deduplicates: target === dedupingDownstream, timeoutMs: 300 })]]),
+      adapters: new Map([['message.send', adapterFor(target)]]),
       operations: createRegistry(),
       settings: { leaseMs: LEASE_MS, maxTries: 2, backoffMs: 20 },
     });
@@ -94,7 +99,7 @@ describe('effect claims and recovery', () => {
     expect(deliveriesOf(downstream, ticketId)).toHaveLength(0);
   });
 
-  it('sends nothing again when the downstream has no receipt and a repeat is not safe: the effect goes to review', async () => {
+  it('sends it, once, when its verified lookup says the downstream never received it, though a repeat would not be safe', async () => {
     // Arrange: A claimed it, said it was sending, and vanished: the message may be out, or not.
     const { jobId, ticketId } = await jobWithWinner('Hello again.');
     const claim = await claimEffect(db.pool, { jobId, name: 'message.send', owner: 'worker-a', leaseMs: 50 });
@@ -105,9 +110,9 @@ describe('effect claims and recovery', () => {
     // Act
     const recovered = await runnerFor(downstream).recover(jobId, 'message.send', { owner: 'worker-b' });
 
-    // Assert
-    expect(recovered).toMatchObject({ status: 'needs_review', error: { class: 'not_found_unsafe_to_repeat' } });
-    expect(deliveriesOf(downstream, ticketId)).toHaveLength(0);
+    // Assert: "not found" from a lookup whose drills passed means it never arrived: this is its first send
+    expect(recovered.status).toBe('succeeded');
+    expect(deliveriesOf(downstream, ticketId)).toHaveLength(1);
   });
 
   it('performs, once, an effect whose owner vanished after the claim and before sending: the ledger shows nothing went out', async () => {
@@ -156,7 +161,7 @@ describe('effect claims and recovery', () => {
     expect(deliveriesOf(downstream, ticketId)).toHaveLength(0);
   });
 
-  it('does not repeat a send answered 503 (a proxy may answer so after the service acted): it looks the receipt up, then asks for review', async () => {
+  it('sends a message answered 503 (a proxy may answer so after the service acted) again only once its verified lookup says it never arrived', async () => {
     // Arrange
     const { jobId, ticketId } = await jobWithWinner('Sorry @sink(status=503)');
     const runner = runnerFor(downstream);
@@ -168,7 +173,25 @@ describe('effect claims and recovery', () => {
 
     // Assert
     expect(first.status).toBe('pending');
-    expect(recovered).toMatchObject({ status: 'needs_review', error: { class: 'not_found_unsafe_to_repeat' } });
+    expect(recovered).toMatchObject({ status: 'pending' });
+    expect(await getEffect(db.pool, jobId, 'message.send')).toMatchObject({ tries: 2 });
+    expect(deliveriesOf(downstream, ticketId)).toHaveLength(0);
+  });
+
+  it('fails an effect its downstream took none of the tries of, by its verified lookup: it did not happen, and it is not tried for ever', async () => {
+    // Arrange: every try answered 500, none recorded
+    const { jobId, ticketId } = await jobWithWinner('Down for good @sink(status=500)');
+    const runner = runnerFor(downstream);
+    let state = await runner.perform(jobId, 'message.send', { owner: 'worker-a' });
+
+    // Act: recovery after each lease, at most a few times
+    for (let round = 0; round < 4 && state.status === 'pending'; round++) {
+      await waitForLease();
+      state = await runner.recover(jobId, 'message.send', { owner: `worker-${round}` });
+    }
+
+    // Assert: two tries is the claim's (maxTries 2)
+    expect(state).toMatchObject({ status: 'failed', error: { class: 'not_received', detail: expect.stringContaining('none of 2 tries') } });
     expect(deliveriesOf(downstream, ticketId)).toHaveLength(0);
   });
 
@@ -225,8 +248,12 @@ describe('cancellation and claims', () => {
 
 describe('a receipt lookup that keeps failing', () => {
   let db: TestDatabase;
+  /** Where these tests' downstream is said to be: its dedupe drill passed there. */
+  const verifiedAt = { declarationDigest: 'flaky-downstream', host: 'flaky.test' };
   beforeAll(async () => {
     db = await createTestDatabase();
+    const drill = { passed: true, detail: 'the same receipt', keys: [], requests: [], receipts: [], ms: 1 };
+    await recordEffectVerification(db.pool, { effect: 'message.send', ...verifiedAt, onceflowVersion: 'test', passed: true, drills: { send: drill, dedupe: drill } });
   });
   afterAll(() => db.drop());
 
@@ -244,6 +271,7 @@ describe('a receipt lookup that keeps failing', () => {
       async lookup(): Promise<LookupResult> {
         throw new Error('receipt lookup answered 401');
       },
+      verifiable: { ...verifiedAt, drillOrigin: 'http://flaky.test', probes: [], via: () => adapter as EffectAdapter },
     };
     return adapter;
   }

@@ -193,7 +193,7 @@ describe('the effect ledger under a failing or slow downstream', () => {
       db: db.pool,
       metrics: createMetrics(),
       adapters: createEffectAdapters(
-        { messagesUrl: downstream.url, messagesDeduplicate: false, callTimeoutMs: 100, leaseMs: 200, maxTries: 1, maxLookupFailures: 10, backoffMs: 1, webhookDeduplicates: false },
+        { messagesUrl: downstream.url, messagesDeduplicate: false, callTimeoutMs: 100, leaseMs: 200, maxTries: 1, maxLookupFailures: 10, verificationMaxAgeMs: 3_600_000, backoffMs: 1, webhookDeduplicates: false },
         db.pool,
       ),
       operations: createRegistry(),

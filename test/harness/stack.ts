@@ -1,6 +1,9 @@
 import type { Worker } from '@temporalio/worker';
 import type { Pool } from 'pg';
 import { createActivities, type Activities } from '../../src/activities';
+import { createEffectRegistry } from '../../src/effects/registry';
+import type { OnceflowConfig } from '../../src/config';
+import { verifyEffects } from '../../src/effects/verify/verify-effects';
 import { apiContracts, buildApp, type App } from '../../src/api/app';
 import { JobWaiter } from '../../src/api/job-waiter';
 import { loadConfig, parseApiKeys } from '../../src/config';
@@ -36,6 +39,8 @@ export interface TestStack {
   metrics: Metrics;
   /** The activities the stack's worker runs (call them directly to play a zombie or a second worker). */
   activities: Activities;
+  /** The effects' settings the worker runs with (for their drills). */
+  effectsConfig: OnceflowConfig['effects'];
   worker?: Worker;
   /** Starts the worker (if not started); resolves once it is polling. */
   startWorker(): Promise<void>;
@@ -96,6 +101,7 @@ export async function startTestStack(opts: TestStackOptions = {}): Promise<TestS
     workflows,
     operations,
     contracts: apiContracts(config, providers, () => route),
+    effects: { adapters: createEffectRegistry({ config: config.effects, db: db.pool }), verificationMaxAgeMs: config.effects.verificationMaxAgeMs },
     metrics,
     waiter,
     temporalReady: async () => {
@@ -109,6 +115,8 @@ export async function startTestStack(opts: TestStackOptions = {}): Promise<TestS
 
   if (opts.verify !== false) {
     await verifyContracts({ db: db.pool, operations, providers, routeFor: () => route }, {}, { samples: 1, timeoutMs: 5_000 });
+    // As npm start does: the effects' drills, so recovery may rely on the claims they show (invariant 14).
+    await verifyEffects(db.pool, createEffectRegistry({ config: config.effects, db: db.pool }));
   }
 
   const activities = createActivities(
@@ -125,6 +133,7 @@ export async function startTestStack(opts: TestStackOptions = {}): Promise<TestS
     workflows,
     metrics,
     activities,
+    effectsConfig: config.effects,
     get worker() {
       return worker;
     },
@@ -158,6 +167,19 @@ export async function startTestStack(opts: TestStackOptions = {}): Promise<TestS
 }
 
 /** Submits a support.reply intent as alice (or another key); returns the response. */
+/**
+ * Leaves the stack's effects unverified until the returned function runs
+ * their drills again: recovery then relies on none of their claims, so a
+ * send whose answer was lost goes to review (invariant 14). For tests that
+ * need an effect in review.
+ */
+export async function withoutEffectVerifications(stack: TestStack): Promise<() => Promise<void>> {
+  await stack.db.pool.query('DELETE FROM effect_verifications');
+  return async () => {
+    await verifyEffects(stack.db.pool, createEffectRegistry({ config: stack.effectsConfig, db: stack.db.pool }));
+  };
+}
+
 export function submitReply(stack: TestStack, opts: { key?: string; message: string; ticketId?: string; apiKey?: string; wait?: number }) {
   return stack.app.inject({
     method: 'POST',
