@@ -8,6 +8,7 @@ import { toProblemError, sendProblem } from '../api/errors';
 import { decodeCursor, encodeCursor } from '../api/list-cursor';
 import { resolveAttemptAsOperator, resolveEffectAsOperator } from '../api/operator-commands';
 import { describeProviders } from '../api/providers-routes';
+import { describeEffects } from '../api/effects-routes';
 import { describeRoutes } from '../api/route-versions-routes';
 import { notFound, ProblemError, ProblemType } from '../api/problems';
 import type { RouteChooser } from '../canary/serving';
@@ -280,7 +281,11 @@ export async function registerConsole(app: FastifyInstance, deps: ApiDeps, conso
         });
 
         guarded.get('/providers', HIDDEN, async (request, reply) => {
-          const [providers, routes] = await Promise.all([describeProviders(deps), describeRoutes(deps, routing)]);
+          const [providers, routes, effects] = await Promise.all([
+            describeProviders(deps),
+            describeRoutes(deps, routing),
+            describeEffects(db, deps.effects?.adapters ?? new Map(), deps.effects?.verificationMaxAgeMs ?? 0),
+          ]);
           const verifications = new Map<string, VerificationRecord>();
           for (const provider of providers.providers) {
             for (const step of provider.routes) {
@@ -288,7 +293,7 @@ export async function registerConsole(app: FastifyInstance, deps: ApiDeps, conso
               if (found) verifications.set(verificationKey(step.operation, provider.name, step.model), found);
             }
           }
-          return sendPage(reply, providersPage({ providers, verifications, routes }, signedIn(request)));
+          return sendPage(reply, providersPage({ providers, effects, verifications, routes }, signedIn(request)));
         });
 
         guarded.get('/overview', HIDDEN, async (request, reply) => {

@@ -236,6 +236,20 @@ describe('the onceflow command line', () => {
       expect(verified.out).toMatch(/^PASS\s+support\.reply\s+sim-primary\s/m);
     });
 
+    it("runs an effect's drills as a table, and lists each effect with what recovery may do", async () => {
+      // Act
+      const verified = await cli(['effects', 'verify', '--effect', 'message.send']);
+      const listed = await cli(['effects', 'list']);
+      const unknown = await cli(['effects', 'verify', '--effect', 'record.write']);
+
+      // Assert
+      expect(verified.code).toBe(0);
+      expect(verified.out).toMatch(/^message\.send\s+lookup_not_found\s+PASS\s+not found, as never sent/m);
+      expect(verified.out).toMatch(/^message\.send\s+dedupe\s+skipped\s+deduplicates is not claimed/m);
+      expect(listed.out).toMatch(/^message\.send\s+verified\s+-\s+settle_or_send\s/m);
+      expect(unknown.code).toBe(1);
+    });
+
     it('exits 1 with the problem when the key is not an operator', async () => {
       // Act
       const result = await cli(['jobs', 'list', '--status', 'running'], { ONCEFLOW_KEY: KEYS.alice });

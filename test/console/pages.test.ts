@@ -181,6 +181,16 @@ describe('the console pages', () => {
     expect(row.slice(0, row.indexOf('</tr>'))).toMatch(/running[\s\S]*25% share[\s\S]*sim-backup[\s\S]*0 of 200: 0 succeeded[\s\S]*olga[\s\S]*backup first/);
   });
 
+  it("shows each effect's claims, its drills and what recovery may do now, on the providers page", async () => {
+    // Act: the stack ran the drills of message.send at start (the honest simulator: its lookup is verified)
+    const page = await get('/console/providers');
+
+    // Assert
+    expect(page.statusCode).toBe(200);
+    const card = page.body.slice(page.body.indexOf('data-effect="message.send"'));
+    expect(card.slice(0, card.indexOf('</section>'))).toMatch(/recovers by its lookup[\s\S]*Lookup<\/dt><dd>verified[\s\S]*not claimed[\s\S]*passed[\s\S]*data-drill="lookup_not_found"[\s\S]*pass[\s\S]*GET \/v1\/messages\/by-key\//);
+  });
+
   it('draws the overview from the ledger: jobs per hour by status, attempts by outcome', async () => {
     // Arrange: an unknown attempt, and a late answer that lost a race.
     await awaitingJob({});

@@ -1,3 +1,4 @@
+import type { EffectsView } from '../../api/effects-routes';
 import type { ProvidersView } from '../../api/providers-routes';
 import type { RouteVersionView } from '../../api/route-versions-routes';
 import type { VerificationRecord } from '../../ledger/contracts';
@@ -15,6 +16,8 @@ export interface RoutesData {
 
 export interface ProvidersData {
   providers: ProvidersView;
+  /** Each effect's claims, its newest verification (the drills) and what recovery may do now. */
+  effects: EffectsView;
   /** The newest verification of each (operation, provider, model), with its evidence per probe. */
   verifications: Map<string, VerificationRecord>;
   routes: RoutesData;
@@ -36,7 +39,31 @@ interface ProbeFixture {
   samples?: ProbeSample[];
 }
 
-/** Each provider's contract verification per probe, demotions, and every operation's route versions with their counters. */
+const RECOVERY = { settle_or_send: 'recovers by its lookup', repeat: 'recovers by repeating', review: 'recovery goes to review' } as const;
+
+interface DrillView {
+  passed?: boolean;
+  skipped?: boolean;
+  why?: string;
+  detail?: string;
+  keys?: string[];
+  requests?: Array<{ method: string; url: string; status?: number }>;
+  ms?: number;
+}
+
+function drillsTable(drills: Record<string, DrillView>): Html {
+  return html`<table><thead><tr><th>Drill</th><th>Result</th><th>What it showed</th><th>Requests</th><th class="num">ms</th></tr></thead><tbody>
+  ${Object.entries(drills).map(([drill, result]) => html`<tr data-drill="${drill}">
+    <td>${drill.replace(/_/g, ' ')}</td>
+    <td>${result.skipped ? html`<span class="muted">skipped</span>` : result.passed ? html`<span class="status succeeded">pass</span>` : html`<span class="status failed">fail</span>`}</td>
+    <td>${result.skipped ? (result.why ?? '') : (result.detail ?? '')}</td>
+    <td class="mono">${(result.requests ?? []).map((request) => html`${request.method} ${request.url} → ${request.status ?? 'no answer'}<br>`)}</td>
+    <td class="num">${result.ms ?? ''}</td>
+  </tr>`)}
+  </tbody></table>`;
+}
+
+/** Each provider's contract verification per probe, demotions, each effect's drills, and every operation's route versions with their counters. */
 export function providersPage(data: ProvidersData, signedIn: SignedIn): string {
   const body = html`
 <h1>Providers and routes</h1>
@@ -57,6 +84,18 @@ ${data.providers.providers.map((provider) => html`<section class="card" data-pro
     ${verification ? probesTable(verification) : ''}
   </div>`;
   })}
+</section>`)}
+
+<h2>Effects</h2>
+<p class="muted">What recovery may rely on: a lookup or a deduplication only while its drills hold a current pass (onceflow effects verify).</p>
+${data.effects.effects.map((effect) => html`<section class="card" data-effect="${effect.name}">
+  <h3>${effect.name} <span class="status ${effect.recovery === 'review' ? 'failed' : 'succeeded'}">${RECOVERY[effect.recovery]}</span></h3>
+  <dl class="facts">
+    <dt>Lookup</dt><dd>${!effect.claims.lookup ? html`<span class="muted">none declared</span>` : effect.trust.lookup.current ? 'verified' : html`not verified: ${effect.trust.lookup.why ?? ''}`}</dd>
+    <dt>Deduplicates</dt><dd>${!effect.claims.deduplicates ? html`<span class="muted">not claimed</span>` : effect.trust.dedupe.current ? 'verified' : html`not verified: ${effect.trust.dedupe.why ?? ''}`}</dd>
+    <dt>Newest verification</dt><dd>${effect.latestVerification ? html`${timeText(effect.latestVerification.verifiedAt)}: ${effect.latestVerification.passed ? 'passed' : 'failed'}, against <span class="mono">${effect.latestVerification.host}</span>` : html`<span class="muted">never verified</span>`}</dd>
+  </dl>
+  ${effect.latestVerification ? drillsTable(effect.latestVerification.drills as Record<string, DrillView>) : ''}
 </section>`)}
 
 <h2>Route versions</h2>
