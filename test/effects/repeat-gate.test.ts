@@ -115,4 +115,53 @@ describe('the repeat gate', () => {
     expect(moved.lookup).toEqual({ current: false, why: expect.stringMatching(/another declaration|not/) });
     expect(stale.lookup).toEqual({ current: false, why: expect.stringMatching(/h ago; the limit is 1 h/) });
   });
+  it('holds a verification of a declared effect only for the declaration it was made for, at the same host', async () => {
+    // Arrange: a declared effect verified against an honest downstream; then its lookup moved to another path
+    const honest = await downstreamThat({});
+    const declared = (lookupPath: string) =>
+      createHttpEffect(
+        {
+          name: 'ticket.note',
+          url: `${honest.url}/v1/messages`,
+          body: { ticketId: '{{input.ticketId}}', channel: 'email', text: '{{output.text}}' },
+          receipt: { messageId: '/messageId' },
+          lookup: { url: `${honest.url}${lookupPath}` },
+          deduplicates: false,
+          verify: { probes: [{ name: 'a note', input: { ticketId: 'V-1' }, output: { text: 'a drill' } }] },
+        },
+        {},
+      );
+    const before = declared('/v1/messages/by-key/{{key}}');
+    await verifyEffects(db.pool, new Map([[before.name, before]]));
+
+    // Act
+    const trusted = await effectTrust(db.pool, before, 3_600_000);
+    const changed = await effectTrust(db.pool, declared('/v1/messages/by-key/{{key}}?view=full'), 3_600_000);
+
+    // Assert: the drills held for the first; the changed one is what a new verification must show
+    expect(trusted.lookup.current).toBe(true);
+    expect(changed.lookup).toEqual({ current: false, why: expect.stringMatching(/for another declaration/) });
+  });
+  it('holds a verification of a declared effect only for the host it was made against, when its file names the host through ${ENV}', async () => {
+    // Arrange: one declaration, its host from the environment; verified against one downstream
+    const honest = await downstreamThat({});
+    const other = await downstreamThat({});
+    const declaration = {
+      name: 'ticket.note',
+      url: '${NOTES_URL}/v1/messages',
+      body: { ticketId: '{{input.ticketId}}', channel: 'email', text: '{{output.text}}' },
+      receipt: { messageId: '/messageId' },
+      lookup: { url: '${NOTES_URL}/v1/messages/by-key/{{key}}' },
+      deduplicates: false,
+      verify: { probes: [{ name: 'a note', input: { ticketId: 'V-1' }, output: { text: 'a drill' } }] },
+    };
+    const here = createHttpEffect(declaration, { NOTES_URL: honest.url });
+    await verifyEffects(db.pool, new Map([[here.name, here]]));
+
+    // Act: the same file, deployed where the variable names another host
+    const moved = await effectTrust(db.pool, createHttpEffect(declaration, { NOTES_URL: other.url }), 3_600_000);
+
+    // Assert
+    expect(moved.lookup).toEqual({ current: false, why: `verified against ${new URL(honest.url).host}, not ${new URL(other.url).host}` });
+  });
 });

@@ -1158,4 +1158,20 @@ export const GUARDS: Guard[] = [
     tests: ['test/effects/drills.test.ts'],
     testNamePattern: 'dedupe-records-twice',
   },
+  {
+    name: "an effect's verification holds only for the declaration it was made for",
+    file: 'src/ledger/effect-verifications.ts',
+    find: 'if (latest.declarationDigest !== now.declarationDigest) return',
+    replace: 'if (false) return',
+    tests: ['test/effects/repeat-gate.test.ts'],
+    testNamePattern: 'only for the declaration it was made for, at the same host',
+  },
+  {
+    name: "an effect's verification holds only for the host it was made against",
+    file: 'src/ledger/effect-verifications.ts',
+    find: 'if (latest.host !== now.host) return',
+    replace: 'if (false) return',
+    tests: ['test/effects/repeat-gate.test.ts'],
+    testNamePattern: 'only for the host it was made against',
+  },
 ];
