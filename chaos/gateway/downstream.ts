@@ -11,6 +11,13 @@
  * body is Onceflow's rendering of the declaration), and may apply only to an
  * answer written by one provider, so that a canary route alone sends effects
  * to review.
+ *
+ * A third server, the liar, takes the same comments under a path prefix per
+ * lie, and breaks the claim its declaration makes (invariant 14): `twice`
+ * is declared as deduplicating and stores every repeat as another comment,
+ * `unfound`'s lookup never finds anything, `anything`'s lookup finds every
+ * key (a made-up id for one it never got). Their drills fail at the worker's
+ * start, so recovery may rely on none of these claims.
  */
 import type http from 'node:http';
 import { createSimServer, readJsonBody, resetConnection, sendJson, type ServerLifecycle } from '../../src/sim/sim-http';
@@ -32,6 +39,10 @@ export interface LookupFault {
   forMs: number;
 }
 
+/** The lies of the liar server, each the first segment of its paths. */
+export const LIARS = ['twice', 'unfound', 'anything'] as const;
+export type Liar = (typeof LIARS)[number];
+
 export interface DownstreamPlan {
   send: SendFault;
   /** Apply the send fault only to an answer this provider wrote (its name starts the comment's text). */
@@ -42,7 +53,7 @@ export interface DownstreamPlan {
 export interface DownstreamRequest {
   /** Epoch ms at arrival. */
   at: number;
-  server: 'declared' | 'elsewhere';
+  server: 'declared' | 'liar' | 'elsewhere';
   method: string;
   /** The Host header as sent. */
   host: string;
@@ -60,6 +71,7 @@ export interface StoredComment {
   id: string;
   key: string;
   ticketId: string;
+  server: 'declared' | 'liar';
 }
 
 export interface GatewayDownstream {
@@ -69,6 +81,8 @@ export interface GatewayDownstream {
   readonly elsewhereUrl: string;
   /** The declared server's `host:port`, as a Host header names it. */
   readonly host: string;
+  /** Origin of the liar (what `${CHAOS_GW_LIAR}` names); its paths start with the lie. */
+  readonly liarUrl: string;
   plan(ticketId: string, plan: DownstreamPlan): void;
   /** Every request so far, in arrival order (copies). */
   requests(): DownstreamRequest[];
@@ -79,6 +93,7 @@ export interface GatewayDownstream {
 
 const COMMENTS = /^\/v1\/tickets\/([^/]+)\/comments$/;
 const BY_KEY = /^\/v1\/comments\/by-key\/([^/]+)$/;
+const LIAR_PATH = new RegExp(`^/(${LIARS.join('|')})(/.*)$`);
 
 function decode(segment: string): string {
   try {
@@ -126,26 +141,36 @@ export async function startGatewayDownstream(): Promise<GatewayDownstream> {
   };
 
   async function declared(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    return route(req, res, new URL(req.url ?? '/', 'http://downstream.invalid').pathname, 'declared');
+  }
+
+  async function liar(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const pathname = new URL(req.url ?? '/', 'http://downstream.invalid').pathname;
+    const [, lie, rest] = LIAR_PATH.exec(pathname) ?? [];
+    return route(req, res, rest ?? pathname, 'liar', lie as Liar | undefined);
+  }
+
+  async function route(req: http.IncomingMessage, res: http.ServerResponse, pathname: string, server: StoredComment['server'], lie?: Liar): Promise<void> {
     const send = COMMENTS.exec(pathname);
-    if (send && ['POST', 'PUT', 'PATCH'].includes(req.method ?? '')) return comment(req, res, decode(send[1]!));
+    if (send && ['POST', 'PUT', 'PATCH'].includes(req.method ?? '') && (server === 'declared' || lie)) return comment(req, res, decode(send[1]!), server);
     const lookup = BY_KEY.exec(pathname);
-    if (lookup && req.method === 'GET') return lookupByKey(req, res, decode(lookup[1]!));
-    const entry = record(req, 'declared', 'other');
+    if (lookup && req.method === 'GET' && (server === 'declared' || lie)) return lookupByKey(req, res, decode(lookup[1]!), server, lie);
+    const entry = record(req, server, 'other');
     entry.answer = '404';
     sendJson(res, 404, { error: `no route for ${req.method} ${pathname}` });
   }
 
-  async function comment(req: http.IncomingMessage, res: http.ServerResponse, ticketId: string): Promise<void> {
+  async function comment(req: http.IncomingMessage, res: http.ServerResponse, ticketId: string, server: StoredComment['server']): Promise<void> {
     // Recorded before the body is read: a request that arrived counts, whatever happens next.
-    const entry = record(req, 'declared', 'send', ticketId);
+    // Neither server deduplicates: every send it acts on is another comment (the liar `twice` claims otherwise).
+    const entry = record(req, server, 'send', ticketId);
     const body = await readJsonBody(req).catch(() => undefined);
     if (!firstSendAt.has(ticketId)) firstSendAt.set(ticketId, entry.at);
     const plan = plans.get(ticketId);
     const applies = plan && (!plan.onlyFrom || authorOf(body) === plan.onlyFrom);
     const fault: SendFault = applies ? plan.send : { kind: 'ok' };
     const acted = fault.kind === 'ok' || fault.acted;
-    const stored: StoredComment | undefined = acted && entry.key ? { id: `cmt_${++counter}`, key: entry.key, ticketId } : undefined;
+    const stored: StoredComment | undefined = acted && entry.key ? { id: `cmt_${++counter}`, key: entry.key, ticketId, server } : undefined;
     if (stored) comments.push(stored);
     switch (fault.kind) {
       case 'ok':
@@ -168,10 +193,14 @@ export async function startGatewayDownstream(): Promise<GatewayDownstream> {
     }
   }
 
-  function lookupByKey(req: http.IncomingMessage, res: http.ServerResponse, key: string): void {
-    const found = comments.filter((c) => c.key === key);
+  function lookupByKey(req: http.IncomingMessage, res: http.ServerResponse, key: string, server: StoredComment['server'], lie?: Liar): void {
+    const found = comments.filter((c) => c.key === key && c.server === server);
     const ticketId = found[0]?.ticketId ?? records.find((r) => r.kind === 'send' && r.key === key)?.ticketId;
-    const entry = record(req, 'declared', 'lookup', ticketId);
+    const entry = record(req, server, 'lookup', ticketId);
+    if (lie === 'unfound' || (lie === 'anything' && found.length === 0)) {
+      entry.answer = lie === 'unfound' ? '404' : '200';
+      return lie === 'unfound' ? sendJson(res, 404, { error: `no comment with key ${key}` }) : sendJson(res, 200, { id: `cmt_made_up_${++counter}`, key });
+    }
     const fault = ticketId === undefined ? undefined : plans.get(ticketId)?.lookup;
     const since = ticketId === undefined ? undefined : firstSendAt.get(ticketId);
     if (fault && since !== undefined && Date.now() - since < fault.forMs) {
@@ -200,13 +229,14 @@ export async function startGatewayDownstream(): Promise<GatewayDownstream> {
   }
 
   const fail = (res: http.ServerResponse, status: number, message: string): void => sendJson(res, status, { error: message });
-  const servers: ServerLifecycle[] = [createSimServer(declared, fail), createSimServer(elsewhere, fail)];
-  const [declaredPort, elsewherePort] = [await servers[0]!.listen('127.0.0.1', 0), await servers[1]!.listen('127.0.0.1', 0)];
+  const servers: ServerLifecycle[] = [createSimServer(declared, fail), createSimServer(elsewhere, fail), createSimServer(liar, fail)];
+  const [declaredPort, elsewherePort, liarPort] = [await servers[0]!.listen('127.0.0.1', 0), await servers[1]!.listen('127.0.0.1', 0), await servers[2]!.listen('127.0.0.1', 0)];
   elsewhereUrl = `http://127.0.0.1:${elsewherePort}`;
   return {
     url: `http://127.0.0.1:${declaredPort}`,
     elsewhereUrl,
     host: `127.0.0.1:${declaredPort}`,
+    liarUrl: `http://127.0.0.1:${liarPort}`,
     plan: (ticketId, plan) => void plans.set(ticketId, plan),
     requests: () => records.map((r) => ({ ...r, headers: { ...r.headers } })),
     commentsOf: (key) => comments.filter((c) => c.key === key).map((c) => ({ ...c })),

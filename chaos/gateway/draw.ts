@@ -5,9 +5,9 @@
  */
 import { createPrng, trialSeed, type Prng } from '../prng';
 import { SETTINGS } from '../settings';
-import type { DownstreamPlan, LookupFault, SendFault } from './downstream';
+import { LIARS, type DownstreamPlan, type LookupFault, type SendFault } from './downstream';
 import type { BudgetPlan, CanaryAction, CanaryHarm, CanaryPlan, GatewayPlan, GatewayTrialKind, HostileTicket, IntentPlan, SimProvider } from './plan';
-import { GW, type GatewayOperation } from './stack-config';
+import { GW, GW_LIARS, type GatewayOperation } from './stack-config';
 
 const AT = SETTINGS.attemptTimeoutMs;
 
@@ -20,6 +20,7 @@ export const TRIAL_KINDS: ReadonlyArray<readonly [GatewayTrialKind, number]> = [
   ['effect', 20],
   ['budget', 7],
   ['reopen', 13],
+  ['liar', 12],
 ];
 
 const sim = (provider: SimProvider | '*', behaviour: string): string => `@sim(${provider}:${behaviour})`;
@@ -156,6 +157,11 @@ function drawEffect(rng: Prng, make: ReturnType<typeof intentMaker>): IntentPlan
   );
 }
 
+/** Tickets posted to a liar (invariant 14): its send answered, lost, refused or redirected, and no lookup fault (the lie is the lookup's). */
+function drawLiar(rng: Prng, make: ReturnType<typeof intentMaker>): IntentPlan[] {
+  return Array.from({ length: rng.int(1, 2) }, () => make({ operation: GW_LIARS[rng.pick(LIARS)].operation, startMs: rng.int(0, 800), downstream: { send: sendFault(rng) } }));
+}
+
 function drawReopen(rng: Prng, make: ReturnType<typeof intentMaker>): IntentPlan[] {
   const cause = rng.pick(['deadline', 'exhausted', 'storm'] as const);
   const limited = rateLimited(rng);
@@ -261,6 +267,8 @@ export function drawGatewayPlan(runSeed: number, trial: number, runTag: string):
       return { ...base, intents: drawEffect(rng, make), awaitLeftovers: false };
     case 'reopen':
       return { ...base, intents: drawReopen(rng, make), awaitLeftovers: false };
+    case 'liar':
+      return { ...base, intents: drawLiar(rng, make), awaitLeftovers: false };
     case 'budget':
       // The prefill and the burst are made at run time, as the spend shows (runner: budget-intents.ts).
       return { ...base, intents: [], budget: drawBudget(rng), awaitLeftovers: true };
@@ -285,6 +293,8 @@ export function gatewayFaultKinds(plan: GatewayPlan): string[] {
     const send = intent.downstream?.send;
     if (send && !intent.downstream?.onlyFrom) kinds.add(`effect:${send.kind}${'code' in send ? `-${send.code}` : ''}${send.kind !== 'ok' ? (send.acted ? ' acted' : ' unacted') : ''}`);
     if (intent.downstream?.lookup) kinds.add(`lookup:${intent.downstream.lookup.kind}`);
+    const liar = Object.entries(GW_LIARS).find(([, of]) => of.operation === intent.operation)?.[0];
+    if (liar) kinds.add(`liar:${liar}`);
   }
   if (plan.canary) {
     kinds.add(`canary-harm:${plan.canary.broken.harm}`);

@@ -30,6 +30,7 @@ export function judgeGatewayRan(record: GatewayTrialRecord, settled: OperatorRes
     else if (family === 'hostile-ticket') verdict = [sends.length > 0 || obs.effects.some((e) => e.status === 'failed'), 'the effect neither reached the downstream nor was refused'];
     else if (kind === 'reopen-retry') verdict = [obs.jobs.some((j) => j.run > 1), 'no job was reopened'];
     else if (family === 'effect') verdict = [sends.length > 0, 'the downstream got no comment'];
+    else if (family === 'liar') verdict = [sends.some((r) => r.server === 'liar' && r.path.startsWith(`/${what}/`)), `the liar (${what}) got no comment`];
     else if (family === 'lookup') verdict = [obs.downstream.requests.some((r) => r.kind === 'lookup'), 'no lookup was made'];
     else if (family === 'canary-harm') verdict = [obs.jobs.some((j) => j.routeVersion === record.plan.canary?.broken.version), 'no job was admitted to the broken canary'];
     else if (family === 'canary') verdict = [changed(what.replace('second-', ''), what.startsWith('second-')), `no ${what} was accepted (a race lost, or the canary had already left that state)`];

@@ -159,6 +159,10 @@ export interface GatewayObservation {
     requests: DownstreamRequest[];
     /** The effects' keys the downstream acted on (stored a comment for). */
     performed: string[];
+    /** What either server stored for the trial's effects' keys: one entry per comment. */
+    comments: Array<{ key: string; server: 'declared' | 'liar'; id: string }>;
+    /** The effects declared against the liar: every claim they make, a drill found false. */
+    liars: readonly string[];
   };
   canary?: {
     /** Per operation, what served new jobs when the trial began. */

@@ -40,7 +40,7 @@ export async function readGatewayLedger(db: Pool, principal: string): Promise<Le
     db.query(`SELECT job_id, name, effect_key, status, resolution IS NOT NULL AS resolved FROM effects WHERE job_id = ANY($1::uuid[])`, [ids]),
     db.query(`SELECT job_id, run, job_status, provider_cost::text, billable::text, input_tokens, output_tokens, attempts, settled_at FROM settlements WHERE job_id = ANY($1::uuid[])`, [ids]),
     db.query(`SELECT job_id, run, attempt_id, provider_cost::text, input_tokens, output_tokens, created_at FROM settlement_adjustments WHERE job_id = ANY($1::uuid[])`, [ids]),
-    db.query(`SELECT job_id, type, created_at FROM job_events WHERE job_id = ANY($1::uuid[]) AND type = ANY($2) ORDER BY id`, [ids, ['attempt.unknown', 'effect.needs_review', 'job.reopened']]),
+    db.query(`SELECT job_id, type, created_at FROM job_events WHERE job_id = ANY($1::uuid[]) AND type = ANY($2) ORDER BY id`, [ids, ['attempt.unknown', 'effect.needs_review', 'effect.repeat_refused', 'job.reopened']]),
   ]);
   return {
     jobs: jobs.rows.map((row) => ({

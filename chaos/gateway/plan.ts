@@ -5,7 +5,7 @@
 import type { DownstreamPlan } from './downstream';
 import type { GatewayOperation } from './stack-config';
 
-export type GatewayTrialKind = 'canary' | 'hedge' | 'storm429' | 'effect' | 'budget' | 'reopen';
+export type GatewayTrialKind = 'canary' | 'hedge' | 'storm429' | 'effect' | 'budget' | 'reopen' | 'liar';
 
 export type SimProvider = 'sim-primary' | 'sim-backup';
 

@@ -39,8 +39,8 @@ export async function runGatewayRound(supervisor: Supervisor, options: GatewayRo
   const { log } = options;
   const operations = gatewayOperations();
   const downstream = await startGatewayDownstream();
-  log(`gateway downstream at ${downstream.url} (redirects to ${downstream.elsewhereUrl})`);
-  const { env, secret } = gatewayStackEnv(downstream.url);
+  log(`gateway downstream at ${downstream.url} (redirects to ${downstream.elsewhereUrl}), the liar at ${downstream.liarUrl}`);
+  const { env, secret } = gatewayStackEnv(downstream.url, downstream.liarUrl);
   let stack: ChaosStack | undefined;
   let records: GatewayTrialRecord[] = [];
   try {

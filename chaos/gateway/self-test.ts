@@ -13,6 +13,7 @@ import type { GatewayObservation, GwAttempt, GwJob } from './observation';
 const P = 'gw-self-test';
 const SECRET = 'gw_secret_self_test';
 const HOST = '127.0.0.1:7400';
+const LIAR = '127.0.0.1:7402';
 const J1 = '00000000-0000-4000-8000-000000000001';
 const J2 = '00000000-0000-4000-8000-000000000002';
 const K1 = '00000000-0000-4000-8000-0000000000c1';
@@ -96,20 +97,33 @@ export function cleanGatewayObservation(): GatewayObservation {
       attempt('c2b', K2, 2, 'sim-primary'),
       attempt('c3a', K3, 1, 'sim-primary'),
     ],
-    effects: [{ jobId: J1, name: 'gw.comment', key: 'E1', status: 'succeeded', resolved: false }],
+    effects: [
+      { jobId: J1, name: 'gw.comment', key: 'E1', status: 'succeeded', resolved: false },
+      // Its send to the liar was reset after it stored the comment: refused by the gate, then settled by the operator.
+      { jobId: J1, name: 'gw.note-twice', key: 'L1', status: 'succeeded', resolved: true },
+    ],
     settlements: [bill(J1, '0.0002', 2), bill(J2, '0.0001', 2), bill(K1, '0', 2), bill(K2, '0', 2, 3_000), bill(K3, '0', 1, 4_000)],
     adjustments: [{ jobId: J2, run: 1, attemptId: 'b1', providerCost: '0.00005', inputTokens: 10, outputTokens: 5, createdAt: 6_000 }],
-    events: [{ jobId: J2, type: 'attempt.unknown', at: 1_500 }],
+    events: [
+      { jobId: J2, type: 'attempt.unknown', at: 1_500 },
+      { jobId: J1, type: 'effect.repeat_refused', at: 1_800 },
+    ],
     workflows: {},
     usage: { status: 200, reported: { providerCost: '0.00035', inputTokens: 510, outputTokens: 105, jobs: 5 }, ledger: { providerCost: '0.00035', inputTokens: 510, outputTokens: 105 }, unstable: false },
     downstream: {
       host: HOST,
       method: 'POST',
       secret: SECRET,
-      performed: ['E1'],
+      performed: ['E1', 'L1'],
+      comments: [
+        { key: 'E1', server: 'declared', id: 'cmt_1' },
+        { key: 'L1', server: 'liar', id: 'cmt_2' },
+      ],
+      liars: ['gw.note-twice', 'gw.note-unfound', 'gw.note-anything'],
       requests: [
         { at: 1_300, server: 'declared', method: 'POST', host: HOST, path: '/v1/tickets/T-k0/comments', headers: { host: HOST, authorization: `Bearer ${SECRET}`, 'idempotency-key': 'E1' }, key: 'E1', kind: 'send', ticketId: 'T-k0', answer: '201' },
         { at: 1_900, server: 'declared', method: 'GET', host: HOST, path: '/v1/comments/by-key/E1', headers: { host: HOST, authorization: `Bearer ${SECRET}` }, kind: 'lookup', ticketId: 'T-k0', answer: '200' },
+        { at: 1_700, server: 'liar', method: 'POST', host: LIAR, path: '/twice/v1/tickets/T-k0/comments', headers: { host: LIAR, 'idempotency-key': 'L1' }, key: 'L1', kind: 'send', ticketId: 'T-k0', answer: 'reset' },
       ],
     },
     canary: {
@@ -219,6 +233,12 @@ const VIOLATING: Record<GatewayViolationKind, Array<[string, Mutation]>> = {
     ['a succeeded effect the downstream never got', (obs) => (obs.downstream.requests = [])],
     ['a 3xx settled failed though the downstream acted', (obs) => { obs.effects[0]!.status = 'failed'; Object.assign(obs.downstream.requests[0]!, { answer: '303' }); }],
   ],
+  liar: [
+    ['a key the liar got twice: a repeat through a false deduplication', (obs) => sendAgain(obs, { server: 'liar', host: LIAR, path: '/twice/v1/tickets/T-k0/comments', key: 'L1', headers: { host: LIAR, 'idempotency-key': 'L1' }, answer: '201' })],
+    ['a comment the liar stored twice', (obs) => obs.downstream.comments.push({ key: 'L1', server: 'liar', id: 'cmt_3' })],
+    ['an effect settled succeeded from a false "found": the liar stored nothing', (obs) => Object.assign(obs, { effects: obs.effects.map((e) => (e.key === 'L1' ? { ...e, resolved: false } : e)), downstream: { ...obs.downstream, comments: obs.downstream.comments.filter((c) => c.key !== 'L1') } })],
+    ['a send the liar reset that recovery did not refuse to rely on', (obs) => (obs.events = obs.events.filter((e) => e.type !== 'effect.repeat_refused'))],
+  ],
   'secret-host': [['the secret sent to the redirect target', (obs) => sendAgain(obs, { server: 'elsewhere', host: '127.0.0.1:7401', kind: 'other', key: 'X', headers: { host: '127.0.0.1:7401', authorization: `Bearer ${SECRET}` } })]],
   backoff: [
     [
@@ -259,6 +279,15 @@ const EXCUSED: Array<[string, Mutation]> = [
   ],
   ['an effect settled failed after a redirect not followed, nothing performed', (obs) => { obs.effects[0]!.status = 'failed'; obs.downstream.performed = []; Object.assign(obs.downstream.requests[0]!, { answer: '307' }); }],
   ['an effect an operator settled failed', (obs) => Object.assign(obs.effects[0]!, { status: 'failed', resolved: true })],
+  [
+    "a liar's send answered 201, settled without review",
+    (obs) => {
+      Object.assign(obs.effects.find((e) => e.key === 'L1')!, { resolved: false });
+      Object.assign(obs.downstream.requests.find((r) => r.key === 'L1')!, { answer: '201' });
+      obs.events = obs.events.filter((e) => e.type !== 'effect.repeat_refused');
+    },
+  ],
+  ["a liar's send refused with a 4xx, settled failed, nothing stored", (obs) => { Object.assign(obs.effects.find((e) => e.key === 'L1')!, { status: 'failed', resolved: false }); Object.assign(obs.downstream.requests.find((r) => r.key === 'L1')!, { answer: '400' }); obs.downstream.comments.pop(); obs.downstream.performed = ['E1']; obs.events.pop(); }],
 ];
 
 function checkCases(): SelfTestResult[] {
@@ -296,7 +325,8 @@ function drawCases(): SelfTestResult[] {
   const seen = new Set<string>();
   for (let trial = 1; trial <= 1_500; trial++) for (const kind of gatewayFaultKinds(drawGatewayPlan(1, trial, ''))) seen.add(kind.replace(/^effect:(\S+) (un)?acted$/, 'effect:$1'));
   const wanted = [
-    ...['canary', 'hedge', 'storm429', 'effect', 'budget', 'reopen'].map((k) => `gw:${k}`),
+    ...['canary', 'hedge', 'storm429', 'effect', 'budget', 'reopen', 'liar'].map((k) => `gw:${k}`),
+    ...['twice', 'unfound', 'anything'].map((k) => `liar:${k}`),
     ...['redirect-301', 'redirect-302', 'redirect-303', 'redirect-307', 'redirect-308', 'redirect-no-location-300', 'redirect-no-location-302', 'redirect-no-location-303', 'redirect-no-location-307', 'reset', 'status-500', 'ok'].map((k) => `effect:${k}`),
     ...['500', '401', 'hang'].map((k) => `lookup:${k}`),
     ...['extra-key', 'prose', 'hang', 'review'].map((k) => `canary-harm:${k}`),

@@ -20,10 +20,23 @@ export const GW = {
   lookup: 'gw.lookup',
   canaryTicket: 'gw.canary-ticket',
   canaryLookup: 'gw.canary-lookup',
+  liarTwice: 'gw.liar-twice',
+  liarUnfound: 'gw.liar-unfound',
+  liarAnything: 'gw.liar-anything',
 } as const;
 export type GatewayOperation = (typeof GW)[keyof typeof GW];
 
 export const GW_EFFECT = 'gw.comment';
+
+/** Each liar's operation and its effect, by the lie (chaos/gateway/downstream.ts). */
+export const GW_LIARS = {
+  twice: { operation: GW.liarTwice, effect: 'gw.note-twice' },
+  unfound: { operation: GW.liarUnfound, effect: 'gw.note-unfound' },
+  anything: { operation: GW.liarAnything, effect: 'gw.note-anything' },
+} as const;
+
+/** The liars' effects: the ones whose every claim a drill found false. */
+export const GW_LIAR_EFFECTS: readonly string[] = Object.values(GW_LIARS).map((liar) => liar.effect);
 
 /**
  * Input plus output tokens a principal may use per UTC day. Every trial has
@@ -79,13 +92,14 @@ export interface GatewayStackEnv {
 }
 
 /** The environment of the API, workers and verification for this round. */
-export function gatewayStackEnv(downstreamUrl: string): GatewayStackEnv {
+export function gatewayStackEnv(downstreamUrl: string, liarUrl: string): GatewayStackEnv {
   const secret = `gw_secret_${randomBytes(12).toString('hex')}`;
   return {
     secret,
     env: {
       ONCEFLOW_OPERATIONS_FILE: GATEWAY_OPERATIONS_FILE,
       CHAOS_GW_DOWNSTREAM: downstreamUrl,
+      CHAOS_GW_LIAR: liarUrl,
       CHAOS_GW_TOKEN: secret,
       ONCEFLOW_BUDGET_TOKENS_PER_DAY: String(GW_BUDGET_TOKENS),
       // An operator's change (and a canary's own stop) reaches the very next job: the checks can then be exact.

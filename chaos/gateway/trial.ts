@@ -21,7 +21,7 @@ import { openWorkflows, readUsage, trialRequests } from './observe';
 import { runOperator, type OperatorResult } from './operator';
 import type { GatewayPlan, IntentPlan } from './plan';
 import { createTrialPrincipal } from './principal';
-import { GW_BUDGET_TOKENS } from './stack-config';
+import { GW_BUDGET_TOKENS, GW_LIAR_EFFECTS } from './stack-config';
 import type { HttpEffectDeclaration } from '../../src/effects/http-declaration';
 import { submitOnce } from './submit';
 import type { RegisteredOperation } from '../../src/operations/operation';
@@ -171,8 +171,10 @@ async function observeTrial(ctx: GatewayContext, plan: GatewayPlan, made: Intent
       host: gateway.downstream.host,
       method: gateway.effect.method ?? 'POST',
       secret: gateway.secret,
-      requests: trialRequests(gateway.downstream, tickets, ledger.effects.filter((e) => e.name === gateway.effect.name).map((e) => e.key)),
+      requests: trialRequests(gateway.downstream, tickets, ledger.effects.map((e) => e.key)),
       performed: ledger.effects.filter((e) => gateway.downstream.commentsOf(e.key).length > 0).map((e) => e.key),
+      comments: ledger.effects.flatMap((e) => gateway.downstream.commentsOf(e.key).map((c) => ({ key: c.key, server: c.server, id: c.id }))),
+      liars: GW_LIAR_EFFECTS,
     },
     ...(plan.canary && initialRoutes
       ? { canary: { initialServing: initialRoutes.serving, baseline: initialRoutes.baseline, versions: await readRouteVersions(stack.db, [plan.canary.broken.operation, plan.canary.healthy.operation], startedAt) } }

@@ -7,8 +7,8 @@ import type { GatewayViolation } from './kinds';
 
 export function checkEffectOnce(obs: GatewayObservation): GatewayViolation[] {
   const violations: GatewayViolation[] = [];
-  const { host, method, requests } = obs.downstream;
-  for (const effect of obs.effects.filter((e) => e.status === 'succeeded')) {
+  const { host, method, requests, liars } = obs.downstream;
+  for (const effect of obs.effects.filter((e) => e.status === 'succeeded' && !liars.includes(e.name))) {
     const sends = requests.filter((r) => r.server === 'declared' && r.kind === 'send' && r.key === effect.key);
     const name = `effect ${effect.name} of job ${effect.jobId}${effect.resolved ? ' (settled by an operator)' : ''}`;
     if (sends.length !== 1) violations.push({ kind: 'effect-once', detail: `${name} is succeeded, but the downstream recorded ${sends.length} requests with its key` });
@@ -22,6 +22,31 @@ export function checkEffectOnce(obs: GatewayObservation): GatewayViolation[] {
   }
   for (const stray of requests.filter((r) => r.server === 'elsewhere')) {
     violations.push({ kind: 'effect-once', detail: `the redirect target recorded ${stray.method} ${stray.path}${stray.key ? ` with key ${stray.key}` : ''} (answered ${stray.answer})` });
+  }
+  return violations.slice(0, 4);
+}
+
+/**
+ * Invariant 14 against the liar: recovery relies on no claim its drill found
+ * false. Each key reaches the liar once (no repeat through a false
+ * deduplication or a false "not found"), a succeeded effect is one stored
+ * comment (no settling from a false "found"), and every send whose answer
+ * proved nothing went to review through the repeat gate.
+ */
+export function checkLiars(obs: GatewayObservation): GatewayViolation[] {
+  const violations: GatewayViolation[] = [];
+  const { requests, comments, liars } = obs.downstream;
+  for (const effect of obs.effects.filter((e) => liars.includes(e.name))) {
+    const name = `effect ${effect.name} of job ${effect.jobId}${effect.resolved ? ' (settled by an operator)' : ''}`;
+    const sends = requests.filter((r) => r.server === 'liar' && r.kind === 'send' && r.key === effect.key);
+    const stored = comments.filter((c) => c.key === effect.key).length;
+    if (sends.length > 1) violations.push({ kind: 'liar', detail: `${name}: the liar got ${sends.length} sends with its key (answered ${sends.map((s) => s.answer).join(', ')}): recovery repeated through a claim its drill found false` });
+    if (stored > 1) violations.push({ kind: 'liar', detail: `${name}: the liar stored ${stored} comments with its key` });
+    if (effect.status === 'succeeded' && stored === 0) violations.push({ kind: 'liar', detail: `${name} is succeeded, but the liar stored no comment with its key: settled from a lookup its drill found false` });
+    const unproven = sends.find((s) => !/^[24]\d\d$/.test(s.answer));
+    if (unproven && !obs.events.some((e) => e.jobId === effect.jobId && e.type === 'effect.repeat_refused')) {
+      violations.push({ kind: 'liar', detail: `${name}: its send was answered ${unproven.answer}, and recovery did not refuse to rely on the liar's claim (no effect.repeat_refused)` });
+    }
   }
   return violations.slice(0, 4);
 }

@@ -4,7 +4,7 @@ import { checkAttention } from './attention-check';
 import { checkBackoff } from './backoff-check';
 import { checkCanaryRoutes, checkCanaryStops } from './canary-checks';
 import { checkAttemptCap, checkBills, checkCrashes, checkOneJob, checkOneWinner, checkProgress, checkReplays, checkServerErrors } from './core-checks';
-import { checkEffectOnce, checkSecretHost } from './effect-checks';
+import { checkEffectOnce, checkLiars, checkSecretHost } from './effect-checks';
 import type { GatewayViolation } from './kinds';
 import { checkBudget, checkUsage } from './usage-checks';
 
@@ -27,6 +27,7 @@ export function checkGatewayTrial(obs: GatewayObservation): GatewayViolation[] {
     ...checkAttention(obs),
     ...checkEffectOnce(obs),
     ...checkSecretHost(obs),
+    ...checkLiars(obs),
     ...checkBackoff(obs),
   ];
 }

@@ -21,6 +21,7 @@ export const GATEWAY_VIOLATION_KINDS = {
   attention: 'a job only an operator can move (an attempt unknown and no hedge possible, an effect in needs_review) is in the operators\' list of its status, and one blocked on an unknown attempt shows awaiting_resolution, never running',
   'effect-once': 'an effect is succeeded only if the declared downstream recorded exactly one request with its key, by the declared method, at the declared host; nothing reaches the redirect target; an effect Onceflow settled failed was not performed',
   'secret-host': 'no request carrying the declared secret header value reaches a host other than the declared one',
+  liar: "against a downstream whose claims its drills found false (deduplication, a lookup's \"not found\" or \"found\"), an effect's key arrives once and is stored at most once, a succeeded effect was stored, and every send whose answer proved nothing went to review through the repeat gate (effect.repeat_refused)",
   backoff: "attempts on one provider are spaced by at least its backoff and its Retry-After after a 429, across the whole job; a job whose backoff would overrun its deadline fails deadline_exceeded, not attempts_exhausted",
 } as const;
 export type GatewayViolationKind = keyof typeof GATEWAY_VIOLATION_KINDS;
