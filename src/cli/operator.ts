@@ -19,6 +19,7 @@
  * verification failed, 2 on a bad command line.
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { drillsInOrder } from '../ledger/effect-verifications';
 import { LISTABLE_STATUSES, type ListableStatus } from '../ledger/job-list';
 import { OnceflowApiError, OnceflowClient, OnceflowUnavailableError, type Job, type JobPage, type NewCanary, type RouteOperations, type RouteVersion, type Verification, type Effects, type EffectVerificationView } from '../client';
 import { LIMIT_PATTERN } from '../api/schemas';
@@ -367,7 +368,7 @@ function showEffects(effects: Effects): Shown {
 
 function showEffectVerifications(verifications: EffectVerificationView[]): Shown {
   const rows = verifications.flatMap((v) =>
-    Object.entries(v.drills).map(([drill, result]) => {
+    drillsInOrder(v.drills).map(([drill, result]) => {
       const r = result as { passed?: boolean; skipped?: boolean; detail?: string; why?: string; ms?: number };
       return [v.effect, drill, r.skipped ? 'skipped' : r.passed ? 'PASS' : 'FAIL', r.skipped ? (r.why ?? '') : `${r.detail ?? ''}${r.ms !== undefined ? ` (${r.ms} ms)` : ''}`];
     }),

@@ -18,6 +18,13 @@ export const Drill = {
 } as const;
 export type Drill = (typeof Drill)[keyof typeof Drill];
 
+/** A verification's drills in the order they run (a stored verification's JSON keeps its own order), then any other. */
+export function drillsInOrder<T>(drills: Readonly<Record<string, T>>): Array<[string, T]> {
+  const order: readonly string[] = Object.values(Drill);
+  const rank = (name: string) => (order.includes(name) ? order.indexOf(name) : order.length);
+  return Object.entries(drills).sort(([a], [b]) => rank(a) - rank(b));
+}
+
 /** One drill's evidence: passed or not and why, the keys and requests it used, the receipts it saw, its time. */
 export interface DrillResult {
   passed: boolean;

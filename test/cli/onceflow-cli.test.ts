@@ -246,6 +246,8 @@ describe('the onceflow command line', () => {
       expect(verified.code).toBe(0);
       expect(verified.out).toMatch(/^message\.send\s+lookup_not_found\s+PASS\s+not found, as never sent/m);
       expect(verified.out).toMatch(/^message\.send\s+dedupe\s+skipped\s+deduplicates is not claimed/m);
+      // In the order the drills run, whatever order the evidence's JSON keeps
+      expect([...verified.out.matchAll(/^message\.send\s+(\S+)/gm)].map((row) => row[1])).toEqual(['send', 'lookup_found', 'lookup_not_found', 'dedupe', 'disconnect', 'classification']);
       expect(listed.out).toMatch(/^message\.send\s+verified\s+-\s+settle_or_send\s/m);
       expect(unknown.code).toBe(1);
     });

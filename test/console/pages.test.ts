@@ -189,6 +189,7 @@ describe('the console pages', () => {
     expect(page.statusCode).toBe(200);
     const card = page.body.slice(page.body.indexOf('data-effect="message.send"'));
     expect(card.slice(0, card.indexOf('</section>'))).toMatch(/recovers by its lookup[\s\S]*Lookup<\/dt><dd>verified[\s\S]*not claimed[\s\S]*passed[\s\S]*data-drill="lookup_not_found"[\s\S]*pass[\s\S]*GET \/v1\/messages\/by-key\//);
+    expect([...card.slice(0, card.indexOf('</section>')).matchAll(/data-drill="([^"]+)"/g)].map((row) => row[1])).toEqual(['send', 'lookup_found', 'lookup_not_found', 'dedupe', 'disconnect', 'classification']);
   });
 
   it('draws the overview from the ledger: jobs per hour by status, attempts by outcome', async () => {

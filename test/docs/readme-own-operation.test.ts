@@ -60,7 +60,7 @@ describe("the README's own operation, end to end", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('checks, runs a job of the new operation with its note posted once, and refuses the key once revoked', async () => {
+  it("checks, runs a job of the new operation with its note posted once, drills the notes service's claims, and refuses the key once revoked", async () => {
     // Step 3: check both files
     const checked = await onceflow(['check']);
     expect(checked).toMatchObject({ code: 0, out: expect.stringMatching(/^ok: .*ticket\.summary/) });
@@ -87,6 +87,11 @@ describe("the README's own operation, end to end", () => {
     const job = (await answer.json()) as { status: string; result: { summary: string; priority: string; noteId: string } };
     const notes = sims.downstream.deliveries().filter((d) => d.ticketId === 'T-9');
 
+    // Step 6: the notes service's claims, drilled (an operator's key)
+    const operator = JSON.parse((await onceflow(['keys', 'create', '--principal', 'ops', '--role', 'operator', '--json'])).out) as { key: string };
+    const verified = await onceflow(['effects', 'verify', '--effect', 'ticket.note', '--url', apiUrl, '--key', operator.key]);
+    const drill = (name: string) => new RegExp(`^ticket\\.note\\s+${name}\\s+(\\S+)`, 'm').exec(verified.out)?.[1];
+
     // A revoked key is refused from the next request on
     const revoked = await onceflow(['keys', 'revoke', id]);
     const afterRevoke = await submit();
@@ -95,6 +100,8 @@ describe("the README's own operation, end to end", () => {
     expect(answer.status).toBe(200);
     expect(job).toMatchObject({ status: 'succeeded', result: { summary: expect.any(String), priority: expect.stringMatching(/^(low|high)$/), noteId: notes[0]?.messageId } });
     expect(notes).toHaveLength(1);
+    expect(verified.code).toBe(0);
+    expect(['send', 'lookup_found', 'lookup_not_found', 'disconnect', 'dedupe', 'classification'].map(drill)).toEqual(['PASS', 'PASS', 'PASS', 'PASS', 'skipped', 'skipped']);
     expect(revoked.code).toBe(0);
     expect(afterRevoke.status).toBe(401);
   }, 120_000);

@@ -2,6 +2,7 @@ import type { EffectsView } from '../../api/effects-routes';
 import type { ProvidersView } from '../../api/providers-routes';
 import type { RouteVersionView } from '../../api/route-versions-routes';
 import type { VerificationRecord } from '../../ledger/contracts';
+import { drillsInOrder } from '../../ledger/effect-verifications';
 import { html, timeText, type Html } from '../html';
 import { page, type SignedIn } from '../layout';
 
@@ -53,7 +54,7 @@ interface DrillView {
 
 function drillsTable(drills: Record<string, DrillView>): Html {
   return html`<table><thead><tr><th>Drill</th><th>Result</th><th>What it showed</th><th>Requests</th><th class="num">ms</th></tr></thead><tbody>
-  ${Object.entries(drills).map(([drill, result]) => html`<tr data-drill="${drill}">
+  ${drillsInOrder(drills).map(([drill, result]) => html`<tr data-drill="${drill}">
     <td>${drill.replace(/_/g, ' ')}</td>
     <td>${result.skipped ? html`<span class="muted">skipped</span>` : result.passed ? html`<span class="status succeeded">pass</span>` : html`<span class="status failed">fail</span>`}</td>
     <td>${result.skipped ? (result.why ?? '') : (result.detail ?? '')}</td>
