@@ -215,8 +215,8 @@ export const GUARDS: Guard[] = [
   },
   {
     name: "a new intent whose deadline has passed is refused (a retry of an existing key is not)",
-    file: "src/admission/admit-intent.ts",
-    find: "refusePastDeadline(deadlineAt, request.deadline?.raw, now);",
+    file: "src/api/jobs-routes.ts",
+    find: "refusePastDeadline(deadlineAt, requested?.raw, now);",
     replace: "",
     tests: ["test/jobs/deadline.test.ts"],
     testNamePattern: "refuses a deadline already past",
@@ -1173,21 +1173,5 @@ export const GUARDS: Guard[] = [
     replace: 'if (false) return',
     tests: ['test/effects/repeat-gate.test.ts'],
     testNamePattern: 'only for the host it was made against',
-  },
-  {
-    name: 'a new intent past a spent daily budget is refused, at every door (admission)',
-    file: 'src/admission/admit-intent.ts',
-    find: '            await refuseOverBudget(request.principalId);\n',
-    replace: '',
-    tests: ['test/metering/budgets.test.ts'],
-    testNamePattern: 'refuses the new intent of a principal past its daily token budget',
-  },
-  {
-    name: 'the same key with another request is a 409, at every door (admission)',
-    file: 'src/admission/admit-intent.ts',
-    find: '      if (err instanceof IdempotencyKeyReusedError) {',
-    replace: '      if (false) {',
-    tests: ['test/jobs/submit.test.ts'],
-    testNamePattern: 'rejects the same key with another input with 409',
   },
 ];
