@@ -12,6 +12,9 @@ export { ConfigError };
 /** The principal id operator keys act as; no API key may claim it. */
 export const OPERATOR_PRINCIPAL = 'operator';
 
+/** The principal the entries' verification sends its probes as (api/entries/verify.ts); no API key may claim it. */
+export const PROBE_PRINCIPAL = 'onceflow-probe';
+
 export interface ApiKeys {
   /** api key → principal id */
   principals: Map<string, string>;
@@ -65,6 +68,8 @@ export interface OnceflowConfig {
     bodyLimitBytes: number;
     rateLimitPerMinute: number;
     publicUrl: string;
+    /** How long a request to a protocol entry waits for its job to end before its 409 with Retry-After (seconds). */
+    entryWaitSeconds?: number;
   } & ApiEdgeConfig;
   keys: ApiKeys;
   /** Per-principal budgets per UTC day, checked when a new intent arrives (replays are always answered). */
@@ -181,6 +186,7 @@ export function parseApiKeys(apiKeys: string | undefined, operatorKeys: string |
     if (colon <= 0 || !key || !principal) throw new ConfigError('ONCEFLOW_API_KEYS must be a comma-separated list of principal:key pairs');
     if (principals.has(key)) throw new ConfigError('ONCEFLOW_API_KEYS lists one key twice');
     if (principal === OPERATOR_PRINCIPAL) throw new ConfigError(`ONCEFLOW_API_KEYS: "${OPERATOR_PRINCIPAL}" is reserved for operator keys (ONCEFLOW_OPERATOR_KEYS)`);
+    if (principal === PROBE_PRINCIPAL) throw new ConfigError(`ONCEFLOW_API_KEYS: "${PROBE_PRINCIPAL}" is reserved for the entries' verification probes`);
     principals.set(key, principal);
   }
   const operators = (operatorKeys ?? '').split(',').map((s) => s.trim()).filter(Boolean);
@@ -220,6 +226,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): OnceflowConfig
       port,
       bodyLimitBytes: int(env, 'ONCEFLOW_BODY_LIMIT_BYTES', 256 * 1024, 1024),
       rateLimitPerMinute: int(env, 'ONCEFLOW_RATE_LIMIT_PER_MINUTE', 600, 1),
+      entryWaitSeconds: int(env, 'ONCEFLOW_ENTRY_WAIT_SECONDS', 30, 0, 60),
       publicUrl: (env.ONCEFLOW_PUBLIC_URL ?? `http://${host}:${port}`).replace(/\/$/, ''),
       ...apiEdgeConfig(env),
     },

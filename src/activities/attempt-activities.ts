@@ -14,6 +14,7 @@ import type { AttemptUsage, MeteredUsage } from '../ledger/usage';
 import type { AttemptReport } from '../temporal/contract';
 import type { ActivityDeps } from './deps';
 import type { RegisteredOperation } from '../operations/operation';
+import { aliasSampling } from '../operations/alias';
 import { effectCallOfThisActivity } from './effect-call';
 
 /**
@@ -188,7 +189,8 @@ export function createAttemptActivities(deps: ActivityDeps) {
         requestId: attempt.id,
         // The attempt timeout, or the time left before the caller's deadline when that is shorter.
         timeoutMs: deadlineLeftMs === null ? deps.attempts.timeoutMs : Math.min(deps.attempts.timeoutMs, deadlineLeftMs),
-        temperature: 0,
+        // An alias's caller says how it wants the answer made; an operation's contract wants the most repeatable one.
+        ...(operation.alias ? aliasSampling(input) : { temperature: 0 }),
         signal: Context.current().cancellationSignal,
       });
     } catch (err) {

@@ -23,6 +23,14 @@ import { installJsonBodyParser } from './json-body';
 import { RouteMethods } from './methods';
 import { STRING_RULE } from './strings';
 import type { ApiDeps } from './deps';
+import { createAdmission } from '../admission/admit-intent';
+import { anthropicError, registerAnthropicEntry } from './entries/anthropic';
+import { installEntryErrors } from './entries/entry';
+import { openAiError, registerOpenAiEntry } from './entries/openai';
+import { fetchThrough, verifyEntries } from './entries/verify';
+import type { Entry, EntryVerification } from '../ledger/entry-verifications';
+import { PROBE_PRINCIPAL } from '../config';
+import { randomBytes } from 'node:crypto';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -32,6 +40,17 @@ declare module 'fastify' {
 
 export type { ApiDeps } from './deps';
 export { apiContracts } from './deps';
+
+/** The entries' verification, as the routes and the stack's start call it. */
+export interface EntryProbes {
+  verify(filter: { alias?: string; entry?: Entry }): Promise<EntryVerification[]>;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    entryProbes: EntryProbes;
+  }
+}
 
 export type App = FastifyInstance<any, any, any, any, TypeBoxTypeProvider>;
 
@@ -149,10 +168,21 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
+  // The entries' verification sends its probes as the probe principal, with a key this process alone holds.
+  const probeKey = `ofp_${randomBytes(32).toString('base64url')}`;
   const keyRing = new KeyRing(
     deps.config.keys,
     new DatabaseKeys(deps.db, (err) => app.log.warn({ err }, 'could not record when an API key was last used')),
+    probeKey,
   );
+  const entryProbes: EntryProbes = {
+    verify: (filter) =>
+      verifyEntries(
+        { db: deps.db, operations: deps.operations, fetch: fetchThrough(app), apiKey: probeKey, principal: PROBE_PRINCIPAL, timeoutMs: ((api.entryWaitSeconds ?? 30) + 10) * 1000 },
+        filter,
+      ),
+  };
+  app.decorate('entryProbes', entryProbes);
   const throttle = new AuthThrottle({ maxFailures: api.authFailuresPerWindow, windowMs: api.authFailureWindowMs });
   await app.register(rateLimit, {
     global: false,
@@ -167,31 +197,57 @@ export async function buildApp(deps: ApiDeps): Promise<App> {
   });
 
   const routing = new RouteChooser(deps.db, baselineVersions(deps.contracts.routeFor), deps.config.contracts.routesCacheMs);
+  // A plain hook: an environment key is known at once, and only a database key waits for a promise.
+  const authenticate = (request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) => {
+    let principal: Principal | Promise<Principal>;
+    try {
+      principal = authenticateRequest(request, keyRing, throttle);
+    } catch (err) {
+      return done(err as Error);
+    }
+    if (!(principal instanceof Promise)) {
+      request.principal = principal;
+      return done();
+    }
+    principal.then((found) => {
+      request.principal = found;
+      done();
+    }, done);
+  };
   await app.register(async (v1) => {
-    // A plain hook: an environment key is known at once, and only a database key waits for a promise.
-    v1.addHook('onRequest', (request, _reply, done) => {
-      let principal: Principal | Promise<Principal>;
-      try {
-        principal = authenticateRequest(request, keyRing, throttle);
-      } catch (err) {
-        return done(err as Error);
-      }
-      if (!(principal instanceof Promise)) {
-        request.principal = principal;
-        return done();
-      }
-      principal.then((found) => {
-        request.principal = found;
-        done();
-      }, done);
-    });
+    v1.addHook('onRequest', authenticate);
     await registerJobRoutes(v1, deps, routing);
     await registerJobCommandRoutes(v1, deps);
-    await registerProviderRoutes(v1, deps);
+    await registerProviderRoutes(v1, deps, entryProbes);
     await registerEffectRoutes(v1, deps);
     await registerUsageRoutes(v1, deps);
     await registerRouteVersionRoutes(v1, deps, routing);
   }, { prefix: '/v1' });
+  // The protocol entries: the same keys, admission and jobs, each in its protocol's shapes (api/entries/).
+  const entries = {
+    admission: createAdmission({ ...deps, ...(deps.config.budgets ? { budgets: deps.config.budgets } : {}), routing, log: app.log }),
+    operations: deps.operations,
+    waitSeconds: api.entryWaitSeconds ?? 30,
+  };
+  const onEntryProblem = (problem: ProblemError, request: FastifyRequest, error: unknown) => {
+    if (problem.status >= 500 && problem.status !== 502) request.log.error({ err: error }, 'request failed');
+    if (problem.status !== 404) deps.metrics.requestsRejected.inc({ reason: problem.problemType });
+  };
+  await app.register(async (entry) => {
+    installEntryErrors(entry, openAiError, onEntryProblem);
+    entry.addHook('onRequest', authenticate);
+    await registerOpenAiEntry(entry, entries);
+  }, { prefix: '/openai/v1' });
+  await app.register(async (entry) => {
+    installEntryErrors(entry, anthropicError, onEntryProblem);
+    // The Anthropic SDK sends its key as x-api-key; either header names the principal.
+    entry.addHook('onRequest', (request, reply, done) => {
+      const key = request.headers['x-api-key'];
+      if (request.headers.authorization === undefined && typeof key === 'string') request.headers.authorization = `Bearer ${key}`;
+      authenticate(request, reply, done);
+    });
+    await registerAnthropicEntry(entry, entries);
+  }, { prefix: '/anthropic' });
   await registerServiceRoutes(app, deps);
   await registerConsole(app, deps, { keyRing, throttle, routing });
   return app;

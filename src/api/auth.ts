@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { OPERATOR_PRINCIPAL, type ApiKeys } from '../config';
+import { OPERATOR_PRINCIPAL, PROBE_PRINCIPAL, type ApiKeys } from '../config';
 import type { FastifyRequest } from 'fastify';
 import { parseKey } from '../keys/api-key';
 import type { AuthThrottle } from './auth-throttle';
@@ -31,9 +31,13 @@ const sha256 = (value: string): Buffer => createHash('sha256').update(value, 'ut
 export class KeyRing {
   private readonly entries: KeyEntry[];
 
-  constructor(keys: ApiKeys, private readonly databaseKeys?: DatabaseKeys) {
+  /**
+   * @param probeKey the process's own key for the probe principal (the entries' verification): made at start, held in memory only, never stored.
+   */
+  constructor(keys: ApiKeys, private readonly databaseKeys?: DatabaseKeys, probeKey?: string) {
     this.entries = [
       ...[...keys.principals].map(([key, id]) => ({ digest: sha256(key), principal: { id, operator: false, label: id } })),
+      ...(probeKey ? [{ digest: sha256(probeKey), principal: { id: PROBE_PRINCIPAL, operator: false, label: PROBE_PRINCIPAL } }] : []),
       // An operator is named by a short digest of its key, so audit records tell operators apart.
       ...keys.operatorKeys.map((key) => ({
         digest: sha256(key),

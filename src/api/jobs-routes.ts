@@ -1,22 +1,20 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { admit, WorkflowStartError } from '../admission/admit';
+import { createAdmission } from '../admission/admit-intent';
 import { isTerminal } from '../jobs/status';
 import { loadJobDetailsById, loadJobDetailsByScope, type JobDetails } from '../ledger/job-details';
-import { getJob, IdempotencyKeyReusedError, type JobRecord } from '../ledger/jobs';
-import { spentBudget, utcDay } from '../ledger/budgets';
+import type { JobRecord } from '../ledger/jobs';
 import type { ApiDeps } from './deps';
 import type { Principal } from './auth';
 import { renderJob, renderJobSummary } from './job-view';
 import { listJobs } from '../ledger/job-list';
 import { decodeCursor, encodeCursor } from './list-cursor';
 import { refuseDuplicateHeader } from './edge-guards';
-import { effectiveDeadline, parseRequestDeadline, refusePastDeadline } from './request-deadline';
+import { parseRequestDeadline } from './request-deadline';
 import { notFound, ProblemError, ProblemType } from './problems';
 import { cancelJob } from '../ledger/jobs';
 import { resolveAttemptAsOperator, resolveEffectAsOperator } from './operator-commands';
 import { jobChangedSignal } from '../temporal/contract';
-import { countJobAdmitted } from '../metrics/job-outcomes';
 import { afterJobEnded } from '../canary/job-ended';
 import { routeVersionOf } from '../providers/route-version';
 import type { RouteChooser } from '../canary/serving';
@@ -49,7 +47,7 @@ const RATE_LIMIT_HEADERS = {
 };
 
 /** The Idempotency-Key header, checked. @throws ProblemError 400. */
-function idempotencyKeyOf(request: FastifyRequest): string {
+export function idempotencyKeyOf(request: FastifyRequest): string {
   refuseDuplicateHeader(request, 'Idempotency-Key');
   const header = request.headers['idempotency-key'] as string | undefined;
   if (header === undefined || header === '') {
@@ -66,7 +64,7 @@ function idempotencyKeyOf(request: FastifyRequest): string {
  * no deadline, as if the header were not there (an optional header).
  * @throws ProblemError 400 (duplicate-header, invalid-deadline).
  */
-function requestDeadlineOf(request: FastifyRequest): { at: Date; raw: string } | undefined {
+export function requestDeadlineOf(request: FastifyRequest): { at: Date; raw: string } | undefined {
   refuseDuplicateHeader(request, 'Request-Deadline');
   const raw = (request.headers['request-deadline'] as string | undefined)?.trim();
   return raw === undefined || raw === '' ? undefined : { at: parseRequestDeadline(raw), raw };
@@ -104,36 +102,9 @@ export function baselineVersions(routeFor: (operation: string) => RouteStep[]): 
 
 export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps, routing: RouteChooser): Promise<void> {
   const v1 = app.withTypeProvider<TypeBoxTypeProvider>();
-  const { db, metrics } = deps;
+  const { db } = deps;
   const context = { temporalUiUrl: deps.config.temporal.uiUrl, namespace: deps.config.temporal.namespace };
-
-  /** `readAtMs`: when the read that found the job open began (the waiter's now()). */
-  async function waitForTerminal(details: JobDetails, seconds: number, readAtMs: number): Promise<JobDetails> {
-    if (seconds === 0 || isTerminal(details.job.status)) return details;
-    const id = details.job.id;
-    await deps.waiter.wait(id, seconds * 1000, async () => isTerminal((await getJob(db, id))?.status ?? details.job.status), readAtMs);
-    return (await loadJobDetailsById(db, id)) ?? details;
-  }
-
-  /**
-   * A new intent of a principal past a daily budget is refused until the UTC day ends.
-   * @throws ProblemError 429 budget-exhausted with Retry-After and resetsAt.
-   */
-  async function refuseOverBudget(principalId: string): Promise<void> {
-    const budgets = deps.config.budgets;
-    if (!budgets) return;
-    const now = new Date();
-    const day = utcDay(now);
-    const spent = await spentBudget(db, principalId, budgets, day.start);
-    if (!spent) return;
-    const seconds = Math.max(1, Math.ceil((day.next.getTime() - now.getTime()) / 1000));
-    const limit = spent === 'cost' ? `${budgets.costPerDay} ${budgets.currency}` : `${budgets.tokensPerDay} tokens`;
-    throw new ProblemError(429, ProblemType.budgetExhausted, 'Budget exhausted', `the daily ${spent} budget (${limit}) of this principal is used up; new intents are accepted again at ${day.next.toISOString()}; replays of existing keys are answered`, {
-      budget: spent,
-      resetsAt: day.next.toISOString(),
-      headers: { 'retry-after': String(seconds) },
-    });
-  }
+  const admission = createAdmission({ ...deps, ...(deps.config.budgets ? { budgets: deps.config.budgets } : {}), routing, log: app.log });
 
   const submitted = (description: string, replayed: boolean) =>
     jsonResponse({ $ref: 'Job#' }, description, {
@@ -176,75 +147,20 @@ export async function registerJobRoutes(app: FastifyInstance, deps: ApiDeps, rou
       },
     },
     async (request, reply) => {
-      const principal = request.principal!;
-      const idempotencyKey = idempotencyKeyOf(request);
       const waitSeconds = waitSecondsOf(request.headers.prefer as string | undefined);
       const requested = requestDeadlineOf(request);
-      const { operation: operationName, input } = request.body;
-      const operation = deps.operations.get(operationName);
-      if (!operation) {
-        throw new ProblemError(400, ProblemType.unknownOperation, 'Unknown operation', `no operation named ${JSON.stringify(operationName)}; known: ${[...deps.operations.keys()].join(', ')}`);
-      }
-      // Old versions stay beside new ones: a request names the one its input is written for, or gets the newest.
-      const schemaVersion = request.body.schemaVersion ?? operation.schemaVersion;
-      if (!operation.versions.some((version) => version.schemaVersion === schemaVersion)) {
-        const known = operation.versions.map((version) => version.schemaVersion).join(', ');
-        throw new ProblemError(400, ProblemType.validation, 'Invalid input', `${operation.name} has no schema version ${schemaVersion}; it has ${known}`, {
-          errors: [{ pointer: '/schemaVersion', detail: `must be one of ${known}` }],
-        });
-      }
-      const errors = operation.validateInput(input, schemaVersion);
-      if (errors.length > 0) {
-        throw new ProblemError(400, ProblemType.validation, 'Invalid input', `the input is not valid for ${operation.name} v${schemaVersion}: ${errors.map((e) => `${e.pointer} ${e.detail}`).join('; ')}`, { errors });
-      }
-
-      const now = new Date();
-      const deadlineAt = effectiveDeadline(requested?.at, operation.deadline, now);
-      let admission;
-      // Before admission reads or writes the job: an announcement of its end after this is heard by the waiter.
-      const readAtMs = deps.waiter.now();
-      try {
-        admission = await admit(db, deps.workflows, {
-          principalId: principal.id,
-          operation: operation.name,
-          idempotencyKey,
-          schemaVersion,
-          input,
-          ...(operation.billing ? { billing: operation.billing } : {}),
-          routeVersion: (jobId) => routing.versionFor(operation.name, jobId),
-          ...(deadlineAt ? { deadlineAt } : {}),
-          ...(operation.reopenFailed ? { reopenFailed: true } : {}),
-        }, {
-          beforeNewJob: async () => {
-            // Only a new intent: a retry of an existing key is answered whatever its header says now.
-            refusePastDeadline(deadlineAt, requested?.raw, now);
-            await refuseOverBudget(principal.id);
-          },
-        });
-      } catch (err) {
-        if (err instanceof IdempotencyKeyReusedError) {
-          metrics.idempotencyConflicts.inc({ operation: operation.name });
-          throw new ProblemError(409, ProblemType.idempotencyKeyReused, 'Idempotency-Key reused', 'this Idempotency-Key was already used for a different request; use a new key for a new intent', {
-            existingJob: { id: err.existing.id, requestDigest: err.existing.requestDigest },
-          });
-        }
-        if (err instanceof WorkflowStartError) {
-          request.log.error({ err: err.cause, jobId: err.job.id }, 'workflow start failed');
-          throw new ProblemError(503, ProblemType.unavailable, 'Temporarily unavailable', err.message, { headers: { 'retry-after': '1' }, jobId: err.job.id });
-        }
-        throw err;
-      }
-
-      const details = await waitForTerminal(admission.details, waitSeconds, readAtMs);
+      const { details, accepted } = await admission.admitIntent({
+        principalId: request.principal!.id,
+        operation: request.body.operation,
+        ...(request.body.schemaVersion !== undefined ? { schemaVersion: request.body.schemaVersion } : {}),
+        input: request.body.input,
+        idempotencyKey: idempotencyKeyOf(request),
+        ...(requested ? { deadline: requested } : {}),
+        waitSeconds,
+      });
       const job = details.job;
       if (waitSeconds > 0) reply.header('preference-applied', `wait=${waitSeconds}`);
       reply.header('location', `/v1/jobs/${job.id}`);
-      const accepted = admission.created || admission.reopened;
-      if (admission.created) metrics.jobsCreated.inc({ operation: job.operation });
-      else if (admission.reopened) metrics.jobsReopened.inc({ operation: job.operation });
-      else metrics.jobsReplayed.inc({ operation: job.operation, terminal: String(isTerminal(job.status)) });
-      // Each run is admitted once and ends once: the outcome counts stay one denominator.
-      if (accepted) countJobAdmitted(metrics, job.operation, admission.routeVersion);
       // New work (a new job, or a failed job's new run) is 202 unless it became terminal while we waited (API.md: a terminal job is answered 200).
       if (accepted && !isTerminal(job.status)) return reply.status(202).send(renderJob(details, context));
       if (!accepted) reply.header('idempotent-replayed', 'true');

@@ -37,7 +37,13 @@ export function excerpt(text: string, limitBytes = EVIDENCE_LIMIT_BYTES): string
  * JSON, fit the strict schema (no extra keys), and pass the operation's
  * business checks — the rules the code consuming the result relies on.
  */
-export function checkOutput(operation: Pick<OperationDefinition, 'output' | 'businessChecks'>, content: string): ContractCheck {
+export function checkOutput(operation: Pick<OperationDefinition, 'output' | 'businessChecks' | 'alias'>, content: string): ContractCheck {
+  // An alias answers text; with an output contract, that text must be JSON on contract. Either way its output is the text itself.
+  if (operation.alias && !operation.alias.json) return { ok: true, output: { content } };
+  if (operation.alias) {
+    const checked = checkOutput({ output: operation.output, ...(operation.businessChecks ? { businessChecks: operation.businessChecks } : {}) }, content);
+    return checked.ok ? { ok: true, output: { content } } : checked;
+  }
   let parsed: unknown;
   try {
     parsed = JSON.parse(content.trim());

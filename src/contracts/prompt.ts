@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { aliasMessages } from '../operations/alias';
 import type { OperationDefinition } from '../operations/operation';
 import type { ChatMessage } from '../providers/types';
 
@@ -32,7 +33,9 @@ export function templateHash(operation: Pick<OperationDefinition, 'prompt' | 'sc
  * text containing `{{x}}` is kept as text.
  * @throws PromptRenderError naming every placeholder the input cannot fill.
  */
-export function renderPrompt(operation: Pick<OperationDefinition, 'prompt'>, input: Record<string, unknown>): ChatMessage[] {
+export function renderPrompt(operation: Pick<OperationDefinition, 'prompt' | 'alias'>, input: Record<string, unknown>): ChatMessage[] {
+  // An alias has no template: its job's conversation is the prompt.
+  if (operation.alias) return aliasMessages(input);
   const missing = new Set<string>();
   const fill = (template: string): string =>
     template.replace(PLACEHOLDER, (_match, name: string) => {

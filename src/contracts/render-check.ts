@@ -18,7 +18,7 @@ export interface RenderCheck {
  * for the answer) by that model's tokenizer.
  */
 export function checkRender(
-  operation: Pick<OperationDefinition, 'name' | 'schemaVersion' | 'prompt'>,
+  operation: Pick<OperationDefinition, 'name' | 'schemaVersion' | 'prompt' | 'alias'>,
   model: string,
   input: Record<string, unknown>,
   profile: ModelProfile = profileOf(model),

@@ -1,4 +1,4 @@
-import { OPERATOR_PRINCIPAL } from '../config';
+import { OPERATOR_PRINCIPAL, PROBE_PRINCIPAL } from '../config';
 import { isUniqueViolation } from '../db/errors';
 import { generateKey, KeyRole, type NewKey } from '../keys/api-key';
 import type { Queryable } from './queryable';
@@ -54,6 +54,7 @@ export async function createApiKey(db: Queryable, opts: { principal: string; rol
   if (opts.role === KeyRole.tenant && principal === OPERATOR_PRINCIPAL) {
     throw new ApiKeyError(`"${OPERATOR_PRINCIPAL}" is reserved for operator keys; create it with --role operator and the operator's own name`);
   }
+  if (principal === PROBE_PRINCIPAL) throw new ApiKeyError(`"${PROBE_PRINCIPAL}" is reserved for the entries' verification probes`);
   for (;;) {
     const fresh: NewKey = generateKey();
     try {

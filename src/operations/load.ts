@@ -13,6 +13,7 @@ import { BUILT_IN_EFFECTS } from '../effects/built-in';
 import { unknownPlaceholders } from '../effects/http-template';
 import type { HttpEffectDeclaration } from '../effects/http-declaration';
 import { operationsDir, schemasDir } from '../paths';
+import { aliasDefinition, type AliasSpec } from './alias';
 import { compileChecks, compileResult, escapeToken, pointerTokens } from './declared';
 import type { OperationSpec } from './define';
 import { ModuleNotLoadedError, requireOperationModule, type ModuleLoadOptions } from './modules';
@@ -156,7 +157,7 @@ export function inspectOperations(text: string, file: string, options: LoadOpera
     for (const error of schemaProblems(validateFile.errors ?? [])) inFile(error.pointer, error.problem);
     return { ...nothing, locate };
   }
-  const content = data as { operations: Array<JsonSchema>; effects?: HttpEffectDeclaration[] };
+  const content = data as { operations?: Array<JsonSchema>; effects?: HttpEffectDeclaration[]; aliases?: AliasSpec[] };
 
   const httpEffects = (content.effects ?? []).map(withStatusStrings);
   // Every effect an operation may name, with the fields each of its receipts has.
@@ -170,7 +171,7 @@ export function inspectOperations(text: string, file: string, options: LoadOpera
   const definitions: OperationDefinition[] = [];
   const declared: DeclaredOperation[] = [];
   const names = new Map<string, string>();
-  content.operations.forEach((entry, index) => {
+  (content.operations ?? []).forEach((entry, index) => {
     const at = `/operations/${index}`;
     const loaded = typeof entry.module === 'string' ? loadModule(file, entry.module, `${at}/module`, moduleOptions, inFile, report) : { spec: entry as OperationSpec, file, pointer: at, report: inFile };
     if (!loaded) return;
@@ -180,6 +181,16 @@ export function inspectOperations(text: string, file: string, options: LoadOpera
     names.set(spec.name, loaded.file === file ? pointer : loaded.file);
     declared.push({ name: spec.name, defaultRoute: [...spec.route], effects: [...(spec.effects ?? [])], origin: { file: loaded.file, pointer } });
     const definition = checkSpec(spec, { file: loaded.file, pointer }, receipts, loaded.report);
+    if (definition && previous === undefined) definitions.push(definition);
+  });
+  // Aliases are operations too (one namespace: a job is keyed by the name), declared in this file only.
+  (content.aliases ?? []).forEach((alias, index) => {
+    const pointer = `/aliases/${index}`;
+    const previous = names.get(alias.name);
+    if (previous !== undefined) inFile(`${pointer}/name`, `${JSON.stringify(alias.name)} is already declared at ${previous}`);
+    names.set(alias.name, pointer);
+    declared.push({ name: alias.name, defaultRoute: [...alias.route], effects: [], origin: { file, pointer } });
+    const definition = checkAlias(alias, { file, pointer }, inFile);
     if (definition && previous === undefined) definitions.push(definition);
   });
   return {
@@ -247,6 +258,30 @@ function loadModule(file: string, modulePath: string, at: string, options: Modul
     return undefined;
   }
   return { spec: exported as OperationSpec, file: moduleFile, pointer: '', report: inModule };
+}
+
+/** What the schema cannot say of an alias; its operation when nothing is wrong. */
+function checkAlias(alias: AliasSpec, origin: { file: string; pointer: string }, report: Report): OperationDefinition | undefined {
+  const at = origin.pointer;
+  const found: Array<[pointer: string, problem: string]> = [];
+  if (alias.output) {
+    try {
+      new Ajv({ allErrors: true, strict: true }).compile(alias.output as AnySchema);
+    } catch (error) {
+      found.push([`${at}/output`, `does not compile as a JSON Schema (Ajv strict mode): ${(error as Error).message}`]);
+    }
+    for (const loose of looseObjects(alias.output, '')) found.push([`${at}/output${loose}`, 'an object in the output contract must say additionalProperties: false']);
+  }
+  (alias.checks ?? []).forEach((check, index) => {
+    if (!alias.output) found.push([`${at}/checks/${index}`, 'checks apply to JSON answers: declare an output contract first']);
+    else if (schemaAt(alias.output, check.field) === undefined) found.push([`${at}/checks/${index}/field`, `${check.field} names no property of the output contract`]);
+  });
+  const maxMessages = alias.limits?.maxMessages;
+  alias.probes.forEach((probe, index) => {
+    if (maxMessages !== undefined && probe.messages.length > maxMessages) found.push([`${at}/probes/${index}/messages`, `has ${probe.messages.length} messages; the alias's limit is ${maxMessages}`]);
+  });
+  for (const [pointer, problem] of found) report(pointer, problem);
+  return found.length > 0 ? undefined : aliasDefinition(alias, origin);
 }
 
 /** What the schema of the file cannot say; the definition when nothing is wrong. */

@@ -105,6 +105,12 @@ export interface OperationDefinition<Input = any, Output = any> {
   example: Input;
   /** Where the operation was declared. */
   origin?: DeclarationOrigin;
+  /**
+   * A model alias (operations/alias.ts): the input is a conversation, sent as
+   * it is (no template); the output is `{ content }`, the assistant's text,
+   * which must be JSON fitting `output` when `json`.
+   */
+  alias?: { json: boolean };
 }
 
 export interface RegisteredOperation extends OperationDefinition {

@@ -54,9 +54,12 @@ const operatorKeyOf = (env: NodeJS.ProcessEnv): string | undefined => parseApiKe
 function tryLines(apiUrl: string, demoKey: string | undefined, operations: OperationRegistry): string {
   const examples = [...operations.values()].slice(0, 3).map((operation, index) => {
     const version = operation.versions[operation.versions.length - 1]!;
-    const body = JSON.stringify({ operation: operation.name, input: version.example });
-    return `  ${index === 0 ? 'Try:' : '    '}  curl -s -X POST ${apiUrl}/v1/jobs -H 'Authorization: Bearer ${demoKey ?? '<your key>'}' \\
-          -H 'Idempotency-Key: try-${index + 1}' -H 'Content-Type: application/json' -H 'Prefer: wait=10' \\
+    // An alias is asked as a model, through the OpenAI-compatible entry (docs/entries.md).
+    const [route, body, prefer] = operation.alias
+      ? ['/openai/v1/chat/completions', JSON.stringify({ model: operation.name, ...(version.example as object) }), '']
+      : ['/v1/jobs', JSON.stringify({ operation: operation.name, input: version.example }), " -H 'Prefer: wait=10'"];
+    return `  ${index === 0 ? 'Try:' : '    '}  curl -s -X POST ${apiUrl}${route} -H 'Authorization: Bearer ${demoKey ?? '<your key>'}' \\
+          -H 'Idempotency-Key: try-${index + 1}' -H 'Content-Type: application/json'${prefer} \\
           -d '${body.replace(/'/g, "'\\''")}'`;
   });
   return examples.join('\n');

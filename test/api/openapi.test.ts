@@ -75,9 +75,17 @@ describe('the OpenAPI document', () => {
     // Assert
     expect(body.discriminator).toEqual({
       propertyName: 'operation',
-      mapping: { 'support.reply': '#/components/schemas/SubmitJob.support.reply', 'ticket.summarize': '#/components/schemas/SubmitJob.ticket.summarize' },
+      mapping: {
+        'support-chat': '#/components/schemas/SubmitJob.support-chat',
+        'support.reply': '#/components/schemas/SubmitJob.support.reply',
+        'ticket.summarize': '#/components/schemas/SubmitJob.ticket.summarize',
+      },
     });
-    expect(body.oneOf).toEqual([{ $ref: '#/components/schemas/SubmitJob.support.reply' }, { $ref: '#/components/schemas/SubmitJob.ticket.summarize' }]);
+    expect(body.oneOf).toEqual([
+      { $ref: '#/components/schemas/SubmitJob.support.reply' },
+      { $ref: '#/components/schemas/SubmitJob.ticket.summarize' },
+      { $ref: '#/components/schemas/SubmitJob.support-chat' },
+    ]);
     const summarize = resolve(body.oneOf[1].$ref);
     expect(summarize.properties.operation).toEqual({ type: 'string', const: 'ticket.summarize' });
     expect(summarize.properties.input).toMatchObject({ additionalProperties: false, required: ['ticketId', 'text'] });
@@ -98,7 +106,7 @@ describe('the OpenAPI document', () => {
     );
 
     // Assert
-    expect(responses.map((response) => response.statusCode)).toEqual([202, 202]);
+    expect(responses.map((response) => response.statusCode)).toEqual([202, 202, 202]);
   });
 
   it('documents every error as application/problem+json with the Problem schema, and 500 and 503 on every route', () => {

@@ -82,7 +82,7 @@ describe('onceflow check [--operations FILE] [--providers FILE]', () => {
     // Assert
     expect(checked.code).toBe(0);
     expect(checked.err).toBe('');
-    expect(checked.out.trim().split('\n')).toEqual([expect.stringMatching(/^ok: .*demo\.yaml \(support\.reply, ticket\.summarize; 0 HTTP effects\), built-in providers/)]);
+    expect(checked.out.trim().split('\n')).toEqual([expect.stringMatching(/^ok: .*demo\.yaml \(support\.reply, ticket\.summarize, support-chat; 0 HTTP effects\), built-in providers/)]);
   });
 
   it('exits 1 and prints every problem, one a line, file:line:column: pointer: what is wrong; never a secret', async () => {

@@ -115,8 +115,8 @@ describe('onceflow check', () => {
 
     // Assert
     expect(checked.problems).toEqual([]);
-    expect([...checked.operations!.registry.keys()]).toEqual(['support.reply', 'ticket.summarize']);
-    expect(checked.summary).toMatch(/^ok: .*operations[/\\]demo\.yaml \(support\.reply, ticket\.summarize; 0 HTTP effects\), built-in providers \(sim-primary, sim-backup; every route model priced\), 2 environment variables; input schemas not compared with a database$/);
+    expect([...checked.operations!.registry.keys()]).toEqual(['support.reply', 'ticket.summarize', 'support-chat']);
+    expect(checked.summary).toMatch(/^ok: .*operations[/\\]demo\.yaml \(support\.reply, ticket\.summarize, support-chat; 0 HTTP effects\), built-in providers \(sim-primary, sim-backup; every route model priced\), 2 environment variables; input schemas not compared with a database$/);
   });
 
   it('finds nothing once each mistake is fixed and the environment sets every variable, and hands on the operations', async () => {

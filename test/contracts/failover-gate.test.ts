@@ -191,10 +191,11 @@ describe('the failover gate', () => {
     await clearVerifications();
     const response = await stack.app.inject({ method: 'POST', url: '/v1/providers/verify', headers: auth(KEYS.operator), payload: { provider: 'sim-backup' } });
     expect(response.statusCode).toBe(200);
-    // Every operation whose route uses the provider: the two demo operations.
+    // Every operation whose route uses the provider: the two demo operations and the demo alias.
     expect(response.json().verifications.map((v: any) => [v.operation, v.provider, v.model, v.passed])).toEqual([
       ['support.reply', 'sim-backup', 'sim-large', true],
       ['ticket.summarize', 'sim-backup', 'sim-large', true],
+      ['support-chat', 'sim-backup', 'sim-large', true],
     ]);
     expect((await eligibility(stack.db.pool, supportReply, backup, 'fallback', gate)).eligible).toBe(true);
   });

@@ -12,13 +12,14 @@ const KNOWN_TEMPLATE_HASH = 'sha256:be4808d13a6c270cc27561e2630e366c92a4dc7a3c23
 describe('the demo operations file', () => {
   const operation = loadOperations(DEMO_OPERATIONS_FILE).registry.get('support.reply')!;
 
-  it('declares support.reply and the read-only ticket.summarize, which createRegistry() and demoRegistry() give by default', () => {
+  it('declares support.reply, the read-only ticket.summarize and the alias support-chat, which createRegistry() and demoRegistry() give by default', () => {
     expect(operation).toMatchObject({ name: 'support.reply', schemaVersion: 1, defaultRoute: ['sim-primary', 'sim-backup'], effects: ['message.send'] });
     const summarize = loadOperations(DEMO_OPERATIONS_FILE).registry.get('ticket.summarize')!;
     expect(summarize).toMatchObject({ name: 'ticket.summarize', schemaVersion: 1, defaultRoute: ['sim-primary', 'sim-backup'] });
     expect(summarize.effects ?? []).toEqual([]);
-    expect([...createRegistry().keys()]).toEqual(['support.reply', 'ticket.summarize']);
-    expect([...demoRegistry().keys()]).toEqual(['support.reply', 'ticket.summarize']);
+    expect(loadOperations(DEMO_OPERATIONS_FILE).registry.get('support-chat')).toMatchObject({ alias: { json: false }, defaultRoute: ['sim-primary', 'sim-backup'], retry: { hedge: { maxConcurrent: 2 } } });
+    expect([...createRegistry().keys()]).toEqual(['support.reply', 'ticket.summarize', 'support-chat']);
+    expect([...demoRegistry().keys()]).toEqual(['support.reply', 'ticket.summarize', 'support-chat']);
   });
 
   it('gives a known request the digest it had before the operation was a declaration', () => {

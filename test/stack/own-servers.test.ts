@@ -92,6 +92,21 @@ describe('npm start with its own PostgreSQL and Temporal dev server', () => {
     expect(banner).toMatch(/Dev timeouts\s+ONCEFLOW_ATTEMPT_TIMEOUT_MS=5000/);
   });
 
+  it("answers the banner's example for the demo alias through the OpenAI-compatible entry", async () => {
+    // Arrange: the example as printed (curl … URL -H … -d '<body>')
+    const banner = stack.lines.join('\n');
+    const example = /curl -s -X POST (\S+\/openai\/v1\/chat\/completions) -H 'Authorization: Bearer ([^']+)'[\s\S]*?-H 'Idempotency-Key: ([^']+)'[\s\S]*?-d '([^']+)'/.exec(banner);
+    expect(example).not.toBeNull();
+    const [, url, key, idempotencyKey, body] = example!;
+
+    // Act
+    const response = await fetch(url!, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'idempotency-key': idempotencyKey!, 'content-type': 'application/json' }, body });
+
+    // Assert
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ object: 'chat.completion', model: 'support-chat', choices: [{ message: { role: 'assistant' } }] });
+  });
+
   it('serves no Temporal Web UI with TEMPORAL_UI=0', async () => {
     // Assert
     expect(await listening(ports.temporal)).toBe(true);

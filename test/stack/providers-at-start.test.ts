@@ -70,7 +70,7 @@ describe('the providers of npm start', () => {
   // One row per provider and model: every demo operation (support.reply, ticket.summarize) verifies each step alike.
   async function verifications(): Promise<Array<{ provider: string; model: string; passed: boolean }>> {
     const { rows } = await db.pool.query('SELECT provider, model, passed, array_agg(operation ORDER BY operation) AS operations FROM provider_contracts GROUP BY 1, 2, 3 ORDER BY provider, model');
-    for (const row of rows) expect({ ...row, operations: row.operations }).toEqual({ ...row, operations: ['support.reply', 'ticket.summarize'] });
+    for (const row of rows) expect({ ...row, operations: row.operations }).toEqual({ ...row, operations: ['support-chat', 'support.reply', 'ticket.summarize'] });
     return rows.map(({ provider, model, passed }) => ({ provider, model, passed }));
   }
 
@@ -122,6 +122,9 @@ routes:
     - { provider: file-primary, model: sim-small }
     - { provider: file-backup, model: sim-large }
   ticket.summarize:
+    - { provider: file-primary, model: sim-small }
+    - { provider: file-backup, model: sim-large }
+  support-chat:
     - { provider: file-primary, model: sim-small }
     - { provider: file-backup, model: sim-large }
 `,
