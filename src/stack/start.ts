@@ -17,7 +17,7 @@ import { runMain, throwIfInterrupted } from '../process/run-main';
 import { serveMetrics } from '../metrics/server';
 import { dataDir, projectRoot } from '../paths';
 import { startEmbeddedPostgres } from './postgres';
-import { startApi } from '../api/start';
+import { startApi, type RunningApi } from '../api/start';
 import { mountDemo } from '../demo/mount';
 import { loadProviders } from '../providers/load';
 import { startWorker } from '../worker/start';
@@ -178,6 +178,7 @@ async function start(stops: Stops, stopAll: () => Promise<void>, signal: AbortSi
   });
   stops.push({ name: 'the API', stop: api.close });
   step(api);
+  if (config.verifyAtStart) await verifyEntriesAtStart(api, { info: log, warn });
 
   // The CLI of this checkout finds the database, the API and the operator key here (stack-file.ts).
   const stackFile = stackFilePath(env);
@@ -199,4 +200,22 @@ ${tryLines(api.url, demoKey, operations)}
   Ctrl-C stops everything.
 `);
   return stopAll;
+}
+
+/**
+ * Each model alias through each protocol entry, with the official clients,
+ * once the API and the worker are up (api/entries/verify.ts). A failure is
+ * reported, not fatal: the entries serve all the same, and GET /v1/providers
+ * says which are not verified.
+ */
+async function verifyEntriesAtStart(api: RunningApi, log: { info: (line: string) => void; warn: (line: string) => void }): Promise<void> {
+  try {
+    for (const verification of await api.app.entryProbes.verify({})) {
+      const failed = verification.probes.flatMap((probe) => Object.entries(probe.checks).filter(([, check]) => !check.passed).map(([name, check]) => `${probe.name}: ${name}: ${check.detail}`));
+      if (verification.passed) log.info(`entry verified: ${verification.alias} through ${verification.entry} (${verification.client})`);
+      else log.warn(`entry NOT verified: ${verification.alias} through ${verification.entry} (${verification.client}): ${failed.join('; ') || 'no probes'}`);
+    }
+  } catch (err) {
+    log.warn(`the entries could not be verified: ${(err as Error).message}`);
+  }
 }
