@@ -1366,4 +1366,12 @@ export const GUARDS: Guard[] = [
     tests: ['test/entries/entry-verification.test.ts'],
     testNamePattern: "is refused as a created",
   },
+  {
+    name: 'npm start verifies the aliases through the entries once the API is up',
+    file: 'src/stack/start.ts',
+    find: '  if (config.verifyAtStart) await verifyEntriesAtStart(api, { info: log, warn });\n',
+    replace: '',
+    tests: ['test/stack/providers-at-start.test.ts'],
+    testNamePattern: "moves the built-in providers",
+  },
 ];

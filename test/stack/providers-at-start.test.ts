@@ -102,6 +102,12 @@ describe('the providers of npm start', () => {
         { provider: 'sim-backup', model: 'sim-large', passed: true },
         { provider: 'sim-primary', model: 'sim-small', passed: true },
       ]);
+      // The demo alias, through each entry with the official clients, once the API was up.
+      const entries = await db.pool.query(`SELECT alias, entry, passed FROM entry_verifications ORDER BY id`);
+      expect(entries.rows).toEqual([
+        { alias: 'support-chat', entry: 'openai', passed: true },
+        { alias: 'support-chat', entry: 'anthropic', passed: true },
+      ]);
     } finally {
       await Promise.all(impostors.map((i) => i.close()));
     }
