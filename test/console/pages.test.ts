@@ -3,6 +3,10 @@ import { openAttempt } from '../../src/ledger/attempts';
 import { claimEffect } from '../../src/ledger/effects';
 import { jobWithWinner } from '../harness/effect-jobs';
 import { auth, KEYS, startTestStack, submitReply, type TestStack } from '../harness/stack';
+import { aliasDigest, ENTRY_CLIENTS } from '../../src/api/entries/verify';
+import { recordEntryVerification } from '../../src/ledger/entry-verifications';
+import { demoRegistry } from '../../src/operations/registry';
+import { ONCEFLOW_VERSION } from '../../src/version';
 import { form, FORM, HTML, signIn } from './console-http';
 
 /** What each console page shows, read from the ledger the API writes. */
@@ -179,6 +183,33 @@ describe('the console pages', () => {
     expect(page.body).toMatch(new RegExp(`<span class="mono">${version}</span> on 25% of new jobs`));
     const row = page.body.slice(page.body.indexOf(`<td class="mono">${version}`));
     expect(row.slice(0, row.indexOf('</tr>'))).toMatch(/running[\s\S]*25% share[\s\S]*sim-backup[\s\S]*0 of 200: 0 succeeded[\s\S]*olga[\s\S]*backup first/);
+  });
+
+  it('shows which entries each model alias is verified through, with each check, on the providers page', async () => {
+    // Arrange: support-chat verified through the OpenAI entry only (as POST /v1/entries/verify records it; this stack has no worker)
+    const jobId = randomUUID();
+    const passed = (detail: string) => ({ passed: true, detail });
+    await recordEntryVerification(stack.db.pool, {
+      alias: 'support-chat',
+      entry: 'openai',
+      aliasDigest: aliasDigest(demoRegistry().get('support-chat')!),
+      client: ENTRY_CLIENTS.openai,
+      onceflowVersion: ONCEFLOW_VERSION,
+      passed: true,
+      probes: [{ name: 'a greeting', idempotencyKey: 'onceflow-verify-1', jobId, checks: { answer: passed('on contract'), usage: passed('metered'), replay: passed('replayed'), stream: passed('streamed') }, ms: 12 }],
+    });
+
+    // Act
+    const page = await get('/console/providers');
+
+    // Assert
+    expect(page.statusCode).toBe(200);
+    const card = page.body.slice(page.body.indexOf('data-alias="support-chat"'));
+    const rows = card.slice(0, card.indexOf('</section>'));
+    const row = (entry: string) => rows.slice(rows.indexOf(`data-entry="${entry}"`)).split('</tr>')[0]!;
+    expect(row('openai')).toMatch(/verified<\/span>[\s\S]*openai@[\s\S]*passed[\s\S]*a greeting: [\s\S]*✓ answer[\s\S]*✓ usage[\s\S]*✓ replay[\s\S]*✓ stream/);
+    expect(row('openai')).toContain(`href="/console/jobs/${jobId}"`);
+    expect(row('anthropic')).toMatch(/not verified<\/span><div class="muted">never verified through the anthropic entry[\s\S]*never verified/);
   });
 
   it("shows each effect's claims, its drills and what recovery may do now, on the providers page", async () => {

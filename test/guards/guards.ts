@@ -1337,8 +1337,8 @@ export const GUARDS: Guard[] = [
   {
     name: "only operators verify the entries",
     file: 'src/api/providers-routes.ts',
-    find: "      operatorOnly(request);\n      const filter =",
-    replace: "      const filter =",
+    find: "      operatorOnly(request);\n      const filter = { ...(request.body?.alias",
+    replace: "      const filter = { ...(request.body?.alias",
     tests: ['test/entries/entry-verification.test.ts'],
     testNamePattern: "refuses a tenant",
   },
@@ -1373,5 +1373,13 @@ export const GUARDS: Guard[] = [
     replace: '',
     tests: ['test/stack/providers-at-start.test.ts'],
     testNamePattern: "moves the built-in providers",
+  },
+  {
+    name: "the console's providers page shows whether each alias's entry is verified",
+    file: 'src/console/pages/providers.ts',
+    find: "    <td>${entry.verified ? html`<span class=\"status succeeded\">verified</span>` : html`<span class=\"status failed\">not verified</span>`}",
+    replace: "    <td>${html`<span class=\"status succeeded\">verified</span>`}",
+    tests: ['test/console/pages.test.ts'],
+    testNamePattern: 'which entries each model alias',
   },
 ];

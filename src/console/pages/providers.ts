@@ -3,6 +3,7 @@ import type { ProvidersView } from '../../api/providers-routes';
 import type { RouteVersionView } from '../../api/route-versions-routes';
 import type { VerificationRecord } from '../../ledger/contracts';
 import { drillsInOrder } from '../../ledger/effect-verifications';
+import { EntryCheck, type EntryProbe } from '../../ledger/entry-verifications';
 import { html, timeText, type Html } from '../html';
 import { page, type SignedIn } from '../layout';
 
@@ -85,6 +86,24 @@ ${data.providers.providers.map((provider) => html`<section class="card" data-pro
     ${verification ? probesTable(verification) : ''}
   </div>`;
   })}
+</section>`)}
+
+<h2>Model aliases and their entries</h2>
+<p class="muted">An alias is verified through each protocol entry on its own, with that protocol's official client (POST /v1/entries/verify).</p>
+${data.providers.aliases.length === 0 ? html`<p class="muted">No model alias is declared.</p>` : data.providers.aliases.map((alias) => html`<section class="card" data-alias="${alias.alias}">
+  <h3>${alias.alias} <span class="mono muted">${alias.aliasDigest}</span></h3>
+  <table><thead><tr><th>Entry</th><th>State</th><th>Client</th><th>Newest verification</th><th>Checks</th></tr></thead><tbody>
+  ${alias.entries.map((entry) => html`<tr data-entry="${entry.entry}">
+    <td>${entry.entry}</td>
+    <td>${entry.verified ? html`<span class="status succeeded">verified</span>` : html`<span class="status failed">not verified</span>`}<div class="muted">${entry.detail}</div></td>
+    <td class="mono">${entry.client}</td>
+    <td>${entry.latestVerification ? html`${timeText(entry.latestVerification.verifiedAt)}: ${entry.latestVerification.passed ? 'passed' : 'failed'}, with <span class="mono">${entry.latestVerification.client}</span>` : html`<span class="muted">never verified</span>`}</td>
+    <td>${((entry.latestVerification?.probes ?? []) as unknown as EntryProbe[]).map((probe) => html`<div>${probe.name}: ${Object.values(EntryCheck).map((check) => {
+      const result = probe.checks?.[check];
+      return html`<span title="${result?.detail ?? 'not run'}">${result ? (result.passed ? '✓' : '✗') : '–'} ${check}</span> `;
+    })}${probe.jobId ? html` <a class="mono" href="/console/jobs/${probe.jobId}">${probe.jobId.slice(0, 8)}</a>` : ''}</div>`)}</td>
+  </tr>`)}
+  </tbody></table>
 </section>`)}
 
 <h2>Effects</h2>
