@@ -13,6 +13,8 @@ import { runLiveSelfTest } from './live-self-test';
 import { runSelfTest } from './self-test';
 import { runGatewayRound } from './gateway/round';
 import { runGatewaySelfTest } from './gateway/self-test';
+import { runEntriesRound } from './entries/round';
+import { runEntriesSelfTest } from './entries/self-test';
 import { startStack, type ChaosStack } from './stack';
 import { Supervisor } from './supervisor';
 import { runTrial, type TrialRecord } from './trial';
@@ -30,7 +32,7 @@ table by fault kind. Exit 1 on any violation (or a trial the suite could not
 finish), with one reproduction line per failed trial.
 
 options:
-  --round R         core (default) or gateway: the gateway round runs the stack
+  --round R         core (default), gateway or entries. The gateway round runs the stack
                     with an operations file of its own (chaos/gateway/) and
                     draws canary routes promoted, stopped and rolled back while
                     they stop by themselves; hedged read-only jobs with hangs
@@ -41,7 +43,16 @@ options:
                     jobs reopened by the same intent. Checked: usage equals the
                     attempts' costs, budgets, canary stops and routes, the
                     operators' attention lists, one request per effect, secrets
-                    on their host, backoff after 429, and the core's that apply
+                    on their host, backoff after 429, and the core's that apply.
+                    The entries round is an app on the official openai and
+                    @anthropic-ai/sdk clients (their retries on) against both
+                    entries: bursts of clients on one key, answers cut after
+                    Onceflow sent them, provider faults, streamed reads, another
+                    message on a used key, the API or the worker killed while
+                    the SDKs wait. Checked: one job and, for an intent its
+                    providers served, one attempt; every answer the stored one,
+                    its usage the winner's; replays byte for byte; the conflict
+                    error; no 4xx or 5xx unexplained; and the core's that apply
   --trials N        how many trials (default 30); numbered 1..N
   --from F          number them F..F+N-1 instead (to go on with a seed later)
   --minutes M       start no trial after M minutes; the report covers the
@@ -104,9 +115,9 @@ function parse(argv: string[]) {
   const only = (values.trial ?? []).map((t) => int(t, 'trial', 1, 1));
   const from = int(values.from, 'from', 1, 1);
   const round = values.round ?? 'core';
-  if (round !== 'core' && round !== 'gateway') throw new Error(`--round must be core or gateway, not ${round}`);
+  if (round !== 'core' && round !== 'gateway' && round !== 'entries') throw new Error(`--round must be core, gateway or entries, not ${round}`);
   return {
-    round: round as 'core' | 'gateway',
+    round: round as 'core' | 'gateway' | 'entries',
     help: values.help ?? false,
     selfTest: values['self-test'] ?? false,
     liveSelfTest: values['live-self-test'] ?? false,
@@ -134,9 +145,9 @@ async function main(): Promise<number> {
     console.log(HELP);
     return 0;
   }
-  if (options.selfTest) return runSelfTest() | runGatewaySelfTest();
-  if (options.liveSelfTest && options.round === 'gateway') {
-    console.error('chaos: --live-self-test covers the core round; the gateway round\'s checks are shown on fabricated data by --self-test');
+  if (options.selfTest) return runSelfTest() | runGatewaySelfTest() | runEntriesSelfTest();
+  if (options.liveSelfTest && options.round !== 'core') {
+    console.error(`chaos: --live-self-test covers the core round; the ${options.round} round's checks are shown on fabricated data by --self-test`);
     return 2;
   }
 
@@ -157,6 +168,9 @@ async function main(): Promise<number> {
   if (!options.liveSelfTest) log(`${options.round} round; seed ${options.seed}; ${options.trialNumbers.length === 1 ? `trial ${options.trialNumbers[0]}` : `${options.trialNumbers.length} trials`}; concurrency ${options.concurrency}`);
   if (options.round === 'gateway') {
     return runGatewayRound(supervisor, { ...options, log, started, interrupted: () => interrupted, onStack: (started) => (stack = started) });
+  }
+  if (options.round === 'entries') {
+    return runEntriesRound(supervisor, { ...options, log, started, interrupted: () => interrupted, onStack: (started) => (stack = started) });
   }
   stack = await startStack(supervisor, { log, keepRunDir: options.keep });
   const ctx: RunContext = { stack, windows: [], log, ...(options.histories ? { historiesDir: options.histories } : {}) };

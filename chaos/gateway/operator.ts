@@ -33,7 +33,8 @@ export interface OperatorSettings {
   client: ApiClient;
   operatorKey: string;
   principal: string;
-  downstream: GatewayDownstream;
+  /** Where an effect in review is looked up (a round without effects has none to look up). */
+  downstream: Pick<GatewayDownstream, 'commentsOf'>;
   hedge: (operation: string) => HedgePolicy | undefined;
   minAttemptMs: (operation: string) => number;
   maxAttempts: number;

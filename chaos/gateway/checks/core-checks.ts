@@ -24,7 +24,7 @@ const jobBody = (exchange: Exchange): JobBody | undefined => {
 /** The exchange's Idempotency-Key, as the trial labels submits: `submit:<key>` and `replay:<key>`. */
 const keyOf = (exchange: Exchange): string | undefined => /^(?:submit|replay):(.+)$/.exec(exchange.label)?.[1];
 
-const describeAttempts = (obs: GatewayObservation, jobId: string): string =>
+const describeAttempts = (obs: Pick<GatewayObservation, 'attempts'>, jobId: string): string =>
   obs.attempts.filter((a) => a.jobId === jobId).map((a) => `#${a.seq} ${a.provider} ${a.status}${a.errorClass ? ` (${a.errorClass})` : ''}`).join(', ') || 'none';
 
 export function checkOneJob(obs: GatewayObservation): GatewayViolation[] {
@@ -41,7 +41,7 @@ export function checkOneJob(obs: GatewayObservation): GatewayViolation[] {
   return violations;
 }
 
-export function checkOneWinner(obs: GatewayObservation): GatewayViolation[] {
+export function checkOneWinner(obs: Pick<GatewayObservation, 'jobs' | 'attempts'>): GatewayViolation[] {
   const violations: GatewayViolation[] = [];
   for (const job of obs.jobs) {
     const winners = obs.attempts.filter((a) => a.jobId === job.id && a.status === 'succeeded');
@@ -54,7 +54,7 @@ export function checkOneWinner(obs: GatewayObservation): GatewayViolation[] {
 }
 
 /** Invariant 13 per run: every ended run has one bill, the open one none. */
-export function checkBills(obs: GatewayObservation): GatewayViolation[] {
+export function checkBills(obs: Pick<GatewayObservation, 'jobs' | 'attempts' | 'settlements'>): GatewayViolation[] {
   const violations: GatewayViolation[] = [];
   for (const job of obs.jobs) {
     for (let run = 1; run <= job.run; run++) {
@@ -82,7 +82,7 @@ export function checkBills(obs: GatewayObservation): GatewayViolation[] {
   return violations;
 }
 
-export function checkProgress(obs: GatewayObservation): GatewayViolation[] {
+export function checkProgress(obs: Pick<GatewayObservation, 'jobs' | 'attempts' | 'effects' | 'workflows'>): GatewayViolation[] {
   const violations: GatewayViolation[] = [];
   for (const job of obs.jobs.filter((j) => !TERMINAL.has(j.status))) {
     const attempts = obs.attempts.filter((a) => a.jobId === job.id && a.run === job.run);
@@ -134,7 +134,7 @@ export function checkReplays(obs: GatewayObservation): GatewayViolation[] {
   return violations.slice(0, 3);
 }
 
-export function checkAttemptCap(obs: GatewayObservation): GatewayViolation[] {
+export function checkAttemptCap(obs: Pick<GatewayObservation, 'jobs' | 'attempts'> & { settings: Pick<GatewayObservation['settings'], 'maxAttempts'> }): GatewayViolation[] {
   const violations: GatewayViolation[] = [];
   for (const job of obs.jobs) {
     for (let run = 1; run <= job.run; run++) {
@@ -145,6 +145,6 @@ export function checkAttemptCap(obs: GatewayObservation): GatewayViolation[] {
   return violations;
 }
 
-export function checkCrashes(obs: GatewayObservation): GatewayViolation[] {
+export function checkCrashes(obs: Pick<GatewayObservation, 'crashes'>): GatewayViolation[] {
   return obs.crashes.map((crash) => ({ kind: 'crash' as const, detail: crash.detail }));
 }
