@@ -256,8 +256,8 @@ export const GUARDS: Guard[] = [
   {
     name: "only an operation that declares a hedge opens an attempt while another is unknown (invariant 4)",
     file: "src/activities/job-activities.ts",
-    find: "const hedged = operation?.retry?.hedge ? await openHedge(tx, job, operation.retry.hedge, attempts.filter((attempt) => attempt.run === job.run), unknowns, request.attemptId) : undefined;",
-    replace: "const hedged = await openHedge(tx, job, operation?.retry?.hedge ?? { maxConcurrent: 2, budgetMs: 60_000 }, attempts.filter((attempt) => attempt.run === job.run), unknowns, request.attemptId);",
+    find: "const hedged = operation?.retry?.hedge ? await openHedge(tx, job, operation.retry.hedge, attempts, unknowns, request.attemptId) : undefined;",
+    replace: "const hedged = await openHedge(tx, job, operation?.retry?.hedge ?? { maxConcurrent: 2, budgetMs: 60_000 }, attempts, unknowns, request.attemptId);",
     tests: ["test/attempts/hedging.test.ts"],
     testNamePattern: "never hedges a side-effecting",
   },
@@ -914,8 +914,8 @@ export const GUARDS: Guard[] = [
   {
     name: "a job without effects gets the result its operation's finalize makes",
     file: 'src/activities/attempt-activities.ts',
-    find: 'const result = !first && operation.finalize ? { result: operation.finalize(check.output as never, {}) } : {};',
-    replace: 'const result = {};',
+    find: 'if (!check.ok || !ends || !operation.finalize) return check;',
+    replace: 'return check;',
     tests: ['test/jobs/finalize.test.ts'],
   },
   {
