@@ -4,7 +4,7 @@
  * `onceflow contracts verify [--operation NAME] [--provider NAME] [--samples N]`
  * `onceflow histories collect|replay ...` (see cli/histories.ts)
  * `onceflow keys create|list|revoke ...` (see cli/keys.ts)
- * `onceflow jobs|attempts|effects|providers ...`, the operator's commands over the API (see cli/operator.ts)
+ * `onceflow jobs|attempts|effects|providers|entries|routes ...`, the operator's commands over the API (see cli/operator.ts)
  *
  * Verifies providers against operations' output contracts (probe fixtures,
  * several samples each) and records the outcome in provider_contracts. Reads

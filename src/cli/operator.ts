@@ -8,6 +8,7 @@
  *   onceflow effects list [--json]
  *   onceflow effects verify [--effect NAME] [--json]
  *   onceflow providers verify [--operation O] [--provider P] [--json]
+ *   onceflow entries verify [--alias A] [--entry openai|anthropic] [--json]
  *   onceflow routes list [--json]
  *   onceflow routes canary start --operation O --version V --route P/M[,P/M…] --owner WHO --share PCT (--expires-in 2h | --expires-at T)
  *       [--window N] [--max-contract-violations PCT] [--max-unknowns PCT] [--max-failed PCT] [--max-effects-in-review N] [--reason TEXT] [--json]
@@ -20,8 +21,9 @@
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { drillsInOrder } from '../ledger/effect-verifications';
+import { Entry, EntryCheck } from '../ledger/entry-verifications';
 import { LISTABLE_STATUSES, type ListableStatus } from '../ledger/job-list';
-import { OnceflowApiError, OnceflowClient, OnceflowUnavailableError, type Job, type JobPage, type NewCanary, type RouteOperations, type RouteVersion, type Verification, type Effects, type EffectVerificationView } from '../client';
+import { OnceflowApiError, OnceflowClient, OnceflowUnavailableError, type Job, type JobPage, type NewCanary, type RouteOperations, type RouteVersion, type Verification, type Effects, type EffectVerificationView, type EntryVerificationView } from '../client';
 import { LIMIT_PATTERN } from '../api/schemas';
 import { ExitCode, table, UsageError, when, type CliIo } from './io';
 import { readStackFile, stackFilePath } from '../stack/stack-file';
@@ -33,13 +35,14 @@ export const OPERATOR_USAGE = `usage: onceflow jobs list --status STATUS [--prin
        onceflow effects list [--json]
        onceflow effects verify [--effect NAME] [--json]
        onceflow providers verify [--operation O] [--provider P] [--json]
+       onceflow entries verify [--alias A] [--entry openai|anthropic] [--json]
        onceflow routes list [--json]
        onceflow routes canary start --operation O --version V --route P/M[,P/M...] --owner WHO --share PCT (--expires-in 2h | --expires-at T)
            [--window N] [--max-contract-violations PCT] [--max-unknowns PCT] [--max-failed PCT] [--max-effects-in-review N] [--reason TEXT] [--json]
        onceflow routes canary promote|stop|rollback OPERATION VERSION [--reason TEXT] [--json]
   (each with --url URL --key KEY, or ONCEFLOW_URL and ONCEFLOW_KEY)`;
 
-export const OPERATOR_GROUPS = ['jobs', 'attempts', 'effects', 'providers', 'routes'];
+export const OPERATOR_GROUPS = ['jobs', 'attempts', 'effects', 'providers', 'entries', 'routes'];
 
 const CONNECTION = { url: { type: 'string' }, key: { type: 'string' }, json: { type: 'boolean' } } as const;
 const DEFAULT_URL = 'http://127.0.0.1:3000';
@@ -160,6 +163,13 @@ function commandOf(group: string, command: string | undefined): ((args: string[]
       const { values } = parse(args, { operation: { type: 'string' }, provider: { type: 'string' } }, 0);
       const filter = { ...(values.operation ? { operation: values.operation } : {}), ...(values.provider ? { provider: values.provider } : {}) };
       return { client: connect(values, io), json: values.json === true, finish: async (client) => showVerifications(await client.verifyProviders(filter)) };
+    };
+  }
+  if (key === 'entries verify') {
+    return async (args, io) => {
+      const { values } = parse(args, { alias: { type: 'string' }, entry: { type: 'string' } }, 0);
+      const filter = { ...(values.alias ? { alias: values.alias } : {}), ...(values.entry !== undefined ? { entry: oneOf(values.entry, '--entry', Object.values(Entry)) } : {}) };
+      return { client: connect(values, io), json: values.json === true, finish: async (client) => showEntryVerifications(await client.verifyEntries(filter)) };
     };
   }
   if (key === 'routes list') {
@@ -374,6 +384,20 @@ function showEffectVerifications(verifications: EffectVerificationView[]): Shown
     }),
   );
   const text = table([['EFFECT', 'DRILL', 'RESULT', 'DETAIL'], ...rows]);
+  return { json: verifications, text, failed: verifications.some((v) => !v.passed) };
+}
+
+/** A row per alias and entry; CHECKS names each check every probe passed, and the failed ones with their detail. */
+function showEntryVerifications(verifications: EntryVerificationView[]): Shown {
+  const checksOf = (v: EntryVerificationView): string => {
+    const failed = v.probes.flatMap((probe) => Object.entries(probe.checks).filter(([, check]) => !check?.passed).map(([name, check]) => `${name} failed (${probe.name}): ${check?.detail ?? ''}`));
+    if (failed.length) return failed.join('; ');
+    return Object.values(EntryCheck).filter((name) => v.probes.length > 0 && v.probes.every((probe) => probe.checks[name]?.passed)).join(' ');
+  };
+  const text = table([
+    ['RESULT', 'ALIAS', 'ENTRY', 'CLIENT', 'CHECKS', 'VERIFIED'],
+    ...verifications.map((v) => [v.passed ? 'PASS' : 'FAIL', v.alias, v.entry, v.client, checksOf(v), when(v.verifiedAt)]),
+  ]);
   return { json: verifications, text, failed: verifications.some((v) => !v.passed) };
 }
 

@@ -13,6 +13,7 @@ import { HttpSender, isTerminal, OnceflowApiError, OnceflowUnavailableError, sle
 import type { JobPageView, JobSummaryView, JobView } from '../api/schemas';
 import type { EffectsView } from '../api/effects-routes';
 import type { ListableStatus } from '../ledger/job-list';
+import type { Entry, EntryVerification } from '../ledger/entry-verifications';
 
 export { OnceflowApiError, OnceflowUnavailableError, type Problem };
 
@@ -22,6 +23,11 @@ export type JobPage = JobPageView;
 export type Effects = EffectsView;
 /** One verification of an effect: its drills' evidence. */
 export type EffectVerificationView = NonNullable<EffectsView['effects'][number]['latestVerification']>;
+
+/** The protocol entries an alias is verified through. */
+export type EntryName = Entry;
+/** One verification of an alias through one entry, as POST /v1/entries/verify reports it. */
+export type EntryVerificationView = Omit<EntryVerification, 'verifiedAt'> & { verifiedAt: string };
 
 /** What an operator lists jobs by (GET /v1/jobs?status=...). */
 export interface JobListQuery {
@@ -203,6 +209,12 @@ export class OnceflowClient {
   async verifyProviders(filter: { operation?: string; provider?: string } = {}): Promise<Verification[]> {
     const answer = await this.request('POST', '/v1/providers/verify', { 'content-type': 'application/json' }, JSON.stringify(filter), { once: true });
     return (answer.body as { verifications: Verification[] }).verifications;
+  }
+
+  /** Operators: verifies the model aliases through the protocol entries now (all, or the alias and entry named). @throws OnceflowApiError 404 when no alias matches. */
+  async verifyEntries(filter: { alias?: string; entry?: EntryName } = {}): Promise<EntryVerificationView[]> {
+    const answer = await this.request('POST', '/v1/entries/verify', { 'content-type': 'application/json' }, JSON.stringify(filter), { once: true });
+    return (answer.body as { verifications: EntryVerificationView[] }).verifications;
   }
 
   /** Operators: each effect, its claims, its newest verification and what recovery may do now. */

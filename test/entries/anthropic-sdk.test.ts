@@ -2,6 +2,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { aliasDefinition } from '../../src/operations/alias';
 import { demoOperations } from '../../src/operations/load';
 import { registerOperation } from '../../src/operations/operation';
+import { answerCutter } from '../harness/answer-cutter';
 import { auth, KEYS, startTestStack, type TestStack } from '../harness/stack';
 
 /**
@@ -12,25 +13,15 @@ import { auth, KEYS, startTestStack, type TestStack } from '../harness/stack';
 describe('the Anthropic entry, through the official SDK', () => {
   let stack: TestStack;
   let baseURL: string;
-  const sent: Array<number | 'cut'> = [];
-  let cutNext = 0;
+  /** Every answer the SDK got, in order; answers to drop on the way back, after Onceflow has answered. */
+  const cutter = answerCutter();
 
   const client = (options: Partial<ConstructorParameters<typeof Anthropic>[0]> = {}) =>
     new Anthropic({
       baseURL,
       apiKey: KEYS.alice,
       maxRetries: 4,
-      fetch: async (url: string | URL | Request, init?: RequestInit) => {
-        const response = await fetch(url, init);
-        if (cutNext > 0) {
-          cutNext--;
-          await response.arrayBuffer();
-          sent.push('cut');
-          throw new TypeError('fetch failed: the connection was reset');
-        }
-        sent.push(response.status);
-        return response;
-      },
+      fetch: cutter.fetch,
       ...options,
     });
   const key = (name: string) => ({ headers: { 'Idempotency-Key': `${name}-${Date.now()}-${Math.random()}` } });
@@ -46,8 +37,7 @@ describe('the Anthropic entry, through the official SDK', () => {
     await stack?.close();
   });
   beforeEach(() => {
-    sent.length = 0;
-    cutNext = 0;
+    cutter.clear();
   });
 
   it("answers with the winning attempt's message, and a retry of the same key with the same bytes, replayed", async () => {
@@ -70,14 +60,14 @@ describe('the Anthropic entry, through the official SDK', () => {
 
   it('gives one job when the answer is lost on the way back and the SDK retries', async () => {
     // Arrange
-    cutNext = 1;
+    cutter.cutNext(1);
     const options = key('cut');
 
     // Act
     const answer = await client().messages.create(body('I was charged twice.'), options).withResponse();
 
     // Assert
-    expect(sent).toEqual(['cut', 200]);
+    expect(cutter.statuses).toEqual(['cut', 200]);
     const { rows } = await stack.db.pool.query(`SELECT id FROM jobs WHERE principal_id = 'alice' AND idempotency_key = $1`, [options.headers['Idempotency-Key']]);
     expect(rows).toEqual([{ id: answer.response.headers.get('onceflow-job-id') }]);
   });
@@ -86,7 +76,7 @@ describe('the Anthropic entry, through the official SDK', () => {
     // Arrange
     const options = key('conflict');
     await client().messages.create(body('First intent.'), options);
-    sent.length = 0;
+    cutter.clear();
 
     // Act
     const refused = await client().messages.create(body('Another intent.'), options).catch((err: unknown) => err);
@@ -94,7 +84,7 @@ describe('the Anthropic entry, through the official SDK', () => {
     // Assert
     expect(refused).toBeInstanceOf(Anthropic.ConflictError);
     expect((refused as InstanceType<typeof Anthropic.ConflictError>).error).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', message: expect.stringMatching(/already used for a different request/) } });
-    expect(sent).toEqual([409]);
+    expect(cutter.statuses).toEqual([409]);
   });
 
   it('attaches through 409 retries while the attempt is unknown, and answers with the fallback once an operator resolves it', async () => {
@@ -104,7 +94,7 @@ describe('the Anthropic entry, through the official SDK', () => {
 
     // Act: once the SDK was told 409, an operator resolves the unknown attempt
     let job: { id: string; attempts: Array<{ id: string; status: string }> } | undefined;
-    for (const end = Date.now() + 20_000; !(job?.attempts.some((a) => a.status === 'unknown') && sent.includes(409)); ) {
+    for (const end = Date.now() + 20_000; !(job?.attempts.some((a) => a.status === 'unknown') && cutter.statuses.includes(409)); ) {
       if (Date.now() > end) throw new Error('the attempt never became unknown while the SDK retried');
       await new Promise((resolve) => setTimeout(resolve, 100));
       const { rows } = await stack.db.pool.query(`SELECT id FROM jobs WHERE principal_id = 'alice' AND idempotency_key = $1`, [options.headers['Idempotency-Key']]);
@@ -149,7 +139,7 @@ describe('the Anthropic entry, through the official SDK', () => {
     // Assert
     expect(refused).toBeInstanceOf(errorType);
     expect((refused as Error).message).toMatch(message);
-    expect(sent).toHaveLength(1);
+    expect(cutter.statuses).toHaveLength(1);
   });
 
   it("takes the key as x-api-key too, as Anthropic's documented requests send it", async () => {

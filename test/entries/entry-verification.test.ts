@@ -4,6 +4,8 @@ import { aliasDigest, ENTRY_CLIENTS, fetchThrough, verifyEntries, type EntryVeri
 import { parseApiKeys, PROBE_PRINCIPAL } from '../../src/config';
 import { demoOperations } from '../../src/operations/load';
 import { ONCEFLOW_VERSION } from '../../src/version';
+import { runCli } from '../../src/cli/main';
+import type { CliIo } from '../../src/cli/io';
 import { auth, KEYS, startTestStack, type TestStack } from '../harness/stack';
 
 /**
@@ -229,6 +231,61 @@ describe('verifying the aliases through each entry', () => {
     it('past the maximum age', async () => {
       expect(await stale('verified_at', new Date(Date.now() - 400 * 24 * 3_600_000).toISOString())).toMatchObject({ verified: false, detail: expect.stringMatching(/^verified \d+ h ago; the limit is \d+ h$/) });
     }, 60_000);
+  });
+
+  describe('onceflow entries verify', () => {
+    /** Runs a command line in-process, against the app; returns its exit code and what it printed. */
+    const cli = async (argv: string[]) => {
+      let out = '';
+      let err = '';
+      const io: CliIo = { env: { ONCEFLOW_URL: 'http://onceflow.test', ONCEFLOW_KEY: KEYS.operator }, out: (t) => (out += `${t}\n`), err: (t) => (err += `${t}\n`), fetch: fetchThrough(stack.app) };
+      return { code: await runCli(argv, io), out, err };
+    };
+
+    it('verifies every alias through both entries and prints a row per entry with its checks, exit 0', async () => {
+      // Act
+      const run = await cli(['entries', 'verify']);
+
+      // Assert
+      expect(run.err).toBe('');
+      expect(run.code).toBe(0);
+      const rows = run.out.trim().split('\n');
+      expect(rows[0]).toMatch(/^RESULT\s+ALIAS\s+ENTRY\s+CLIENT\s+CHECKS\s+VERIFIED/);
+      expect(rows.slice(1).map((row) => row.split(/\s+/).slice(0, 4))).toEqual([
+        ['PASS', 'support-chat', 'openai', ENTRY_CLIENTS.openai],
+        ['PASS', 'support-chat', 'anthropic', ENTRY_CLIENTS.anthropic],
+      ]);
+      expect(rows[1]).toContain('answer usage replay stream');
+      const { rows: recorded } = await stack.db.pool.query(`SELECT entry, passed FROM entry_verifications ORDER BY id`);
+      expect(recorded).toEqual([
+        { entry: 'openai', passed: true },
+        { entry: 'anthropic', passed: true },
+      ]);
+    });
+
+    it('verifies only the alias and entry named, and --json prints the verifications as the API gives them', async () => {
+      // Act
+      const run = await cli(['entries', 'verify', '--alias', 'support-chat', '--entry', 'anthropic', '--json']);
+
+      // Assert
+      expect(run.code).toBe(0);
+      const shown = JSON.parse(run.out);
+      expect(shown).toEqual([expect.objectContaining({ alias: 'support-chat', entry: 'anthropic', passed: true, client: ENTRY_CLIENTS.anthropic, verifiedAt: expect.any(String) })]);
+      expect(shown[0].probes[0].checks.stream.passed).toBe(true);
+    });
+
+    it("exits 1 with the server's problem for an alias that does not exist, and 2 for an entry it does not know", async () => {
+      // Act
+      const unknown = await cli(['entries', 'verify', '--alias', 'no-such-alias']);
+      const badEntry = await cli(['entries', 'verify', '--entry', 'gemini']);
+
+      // Assert
+      expect(unknown.code).toBe(1);
+      expect(unknown.err).toMatch(/^onceflow: 400 /);
+      expect(badEntry.code).toBe(2);
+      expect(badEntry.err).toMatch(/--entry is one of openai, anthropic/);
+      expect((await stack.db.pool.query(`SELECT count(*)::int AS n FROM entry_verifications`)).rows[0].n).toBe(0);
+    });
   });
 });
 

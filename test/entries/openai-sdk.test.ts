@@ -2,6 +2,7 @@ import OpenAI from 'openai';
 import { aliasDefinition } from '../../src/operations/alias';
 import { demoOperations } from '../../src/operations/load';
 import { registerOperation } from '../../src/operations/operation';
+import { answerCutter } from '../harness/answer-cutter';
 import { auth, KEYS, startTestStack, type TestStack } from '../harness/stack';
 
 /**
@@ -12,10 +13,8 @@ import { auth, KEYS, startTestStack, type TestStack } from '../harness/stack';
 describe('the OpenAI-compatible entry, through the official SDK', () => {
   let stack: TestStack;
   let baseURL: string;
-  /** Every request the SDK sent, in order. */
-  const sent: Array<{ url: string; status: number | 'cut' }> = [];
-  /** Requests whose answer is dropped on the way back, after Onceflow has answered. */
-  let cutNext = 0;
+  /** Every answer the SDK got, in order; answers to drop on the way back, after Onceflow has answered. */
+  const cutter = answerCutter();
 
   // A route step with no hedge, so that an unknown attempt waits for an operator.
   const strict = registerOperation(aliasDefinition({ name: 'strict-chat', route: ['sim-primary', 'sim-backup'], probes: [{ name: 'hello', messages: [{ role: 'user', content: 'Say hello.' }] }] }, { file: 'test', pointer: '/aliases/1' }));
@@ -25,17 +24,7 @@ describe('the OpenAI-compatible entry, through the official SDK', () => {
       baseURL,
       apiKey: KEYS.alice,
       maxRetries: 4,
-      fetch: async (url, init) => {
-        const response = await fetch(url, init);
-        if (cutNext > 0) {
-          cutNext--;
-          await response.arrayBuffer();
-          sent.push({ url: String(url), status: 'cut' });
-          throw new TypeError('fetch failed: the connection was reset');
-        }
-        sent.push({ url: String(url), status: response.status });
-        return response;
-      },
+      fetch: cutter.fetch,
       ...options,
     });
   const key = (name: string) => ({ headers: { 'Idempotency-Key': `${name}-${Date.now()}-${Math.random()}` } });
@@ -48,8 +37,7 @@ describe('the OpenAI-compatible entry, through the official SDK', () => {
     await stack?.close();
   });
   beforeEach(() => {
-    sent.length = 0;
-    cutNext = 0;
+    cutter.clear();
   });
 
   const jobsOf = async (jobId: string) => (await stack.db.pool.query(`SELECT count(*)::int AS attempts FROM attempts WHERE job_id = $1`, [jobId])).rows[0].attempts as number;
@@ -77,7 +65,7 @@ describe('the OpenAI-compatible entry, through the official SDK', () => {
 
   it('gives one job and one billed attempt when the answer is lost on the way back and the SDK retries', async () => {
     // Arrange: the first answer is dropped after Onceflow sent it
-    cutNext = 1;
+    cutter.cutNext(1);
     const options = key('cut');
 
     // Act
@@ -85,7 +73,7 @@ describe('the OpenAI-compatible entry, through the official SDK', () => {
 
     // Assert
     const jobId = answer.response.headers.get('onceflow-job-id')!;
-    expect(sent.map((s) => s.status)).toEqual(['cut', 200]);
+    expect(cutter.statuses).toEqual(['cut', 200]);
     expect(answer.response.headers.get('idempotent-replayed')).toBe('true');
     const { rows } = await stack.db.pool.query(`SELECT id FROM jobs WHERE principal_id = 'alice' AND idempotency_key = $1`, [options.headers['Idempotency-Key']]);
     expect(rows).toEqual([{ id: jobId }]);
@@ -98,7 +86,7 @@ describe('the OpenAI-compatible entry, through the official SDK', () => {
     // Arrange
     const options = key('conflict');
     await client().chat.completions.create({ model: 'support-chat', messages: [{ role: 'user', content: 'First intent.' }] }, options);
-    sent.length = 0;
+    cutter.clear();
 
     // Act
     const refused = await client().chat.completions.create({ model: 'support-chat', messages: [{ role: 'user', content: 'Another intent.' }] }, options).catch((err: unknown) => err);
@@ -106,7 +94,7 @@ describe('the OpenAI-compatible entry, through the official SDK', () => {
     // Assert: not retried (x-should-retry: false), in the SDK's own error type and shape
     expect(refused).toBeInstanceOf(OpenAI.ConflictError);
     expect(refused).toMatchObject({ status: 409, code: 'idempotency-key-reused', type: 'conflict_error' });
-    expect(sent).toHaveLength(1);
+    expect(cutter.statuses).toHaveLength(1);
   });
 
   it('attaches through 409 retries while the attempt is unknown, and answers with the fallback once an operator resolves it', async () => {
@@ -116,7 +104,7 @@ describe('the OpenAI-compatible entry, through the official SDK', () => {
 
     // Act: an operator resolves the unknown attempt once the SDK has been told 409 at least once
     const job = await waitForJobOfKey(options.headers['Idempotency-Key'], (view) => view.attempts?.some((a: { status: string }) => a.status === 'unknown'));
-    await until(() => sent.some((s) => s.status === 409));
+    await until(() => cutter.statuses.includes(409));
     const unknown = job.attempts.find((a: { status: string }) => a.status === 'unknown');
     const resolved = await stack.app.inject({ method: 'POST', url: `/v1/jobs/${job.id}/attempts/${unknown.id}/resolution`, headers: auth(KEYS.operator), payload: { outcome: 'failed', reason: 'the provider lost it' } });
     const answer = await pending;
@@ -167,7 +155,7 @@ describe('the OpenAI-compatible entry, through the official SDK', () => {
     // Assert
     expect(refused).toBeInstanceOf(errorType);
     expect((refused as Error).message).toMatch(message);
-    expect(sent).toHaveLength(1);
+    expect(cutter.statuses).toHaveLength(1);
   });
 
   it('refuses an operator key with the PermissionDeniedError: operators do not act as tenants', async () => {

@@ -18,6 +18,7 @@ import OpenAI from 'openai';
 import { VERSION as OPENAI_VERSION } from 'openai/version';
 import { checkOutput, excerpt } from '../../contracts/output';
 import { Entry, EntryCheck, recordEntryVerification, type EntryCheckResult, type EntryProbe, type EntryVerification } from '../../ledger/entry-verifications';
+import { loadJobDetailsById } from '../../ledger/job-details';
 import type { Queryable } from '../../ledger/queryable';
 import type { RegisteredOperation } from '../../operations/operation';
 import type { ChatMessage } from '../../providers/types';
@@ -200,37 +201,25 @@ interface ProbeJob {
   attempts: number;
 }
 
+/** The probe's job as the ledger's job reader shows it: its winner, the winner's usage, how many attempts it has. */
 async function jobOf(db: Queryable, jobId: string): Promise<ProbeJob | undefined> {
   if (!/^[0-9a-f-]{36}$/i.test(jobId)) return undefined;
-  const { rows } = await db.query<{
-    principal_id: string;
-    operation: string;
-    status: string;
-    completed_by: string | null;
-    result: { content?: unknown } | null;
-    provider: string | null;
-    input_tokens: string | null;
-    output_tokens: string | null;
-    attempts: number;
-  }>(
-    `SELECT j.principal_id, j.operation, j.status, j.completed_by, j.result, w.provider, w.input_tokens, w.output_tokens,
-            (SELECT count(*)::int FROM attempts a WHERE a.job_id = j.id) AS attempts
-       FROM jobs j LEFT JOIN attempts w ON w.id = j.completed_by
-      WHERE j.id = $1`,
-    [jobId],
-  );
-  const row = rows[0];
-  if (!row) return undefined;
+  const found = await loadJobDetailsById(db, jobId);
+  if (!found) return undefined;
+  const { job, details } = found;
+  const attempts = details.attempts as Array<{ id: string; provider?: string; usage?: { inputTokens?: number; outputTokens?: number } }>;
+  const winner = attempts.find((attempt) => attempt.id === job.completedBy);
+  const content = (job.result as { content?: unknown } | null)?.content;
   return {
-    principal: row.principal_id,
-    operation: row.operation,
-    status: row.status,
-    completedBy: row.completed_by,
-    content: typeof row.result?.content === 'string' ? row.result.content : undefined,
-    provider: row.provider ?? undefined,
-    inputTokens: row.input_tokens === null ? undefined : Number(row.input_tokens),
-    outputTokens: row.output_tokens === null ? undefined : Number(row.output_tokens),
-    attempts: row.attempts,
+    principal: job.principalId,
+    operation: job.operation,
+    status: job.status,
+    completedBy: job.completedBy,
+    content: typeof content === 'string' ? content : undefined,
+    provider: winner?.provider,
+    inputTokens: winner?.usage?.inputTokens,
+    outputTokens: winner?.usage?.outputTokens,
+    attempts: attempts.length,
   };
 }
 
