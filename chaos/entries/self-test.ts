@@ -4,6 +4,7 @@
  * clean one and on the excused cases; its draws are reproducible and reach
  * every fault of its catalogue.
  */
+import { fabricatedAttempt, fabricatedJob } from '../gateway/fabricated';
 import type { GwAttempt, GwJob } from '../gateway/observation';
 import type { SelfTestResult } from '../self-test';
 import { checkEntriesTrial, ENTRIES_VIOLATION_KINDS, type EntriesViolationKind } from './checks';
@@ -16,43 +17,8 @@ const J2 = '00000000-0000-4000-8000-0000000000e2';
 const J3 = '00000000-0000-4000-8000-0000000000e3';
 const OPENAI_BODY = `{"id":"chatcmpl-${J1}","object":"chat.completion","choices":[{"message":{"content":"Hello there."}}]}`;
 
-const job = (id: string, alias: string, key: string, fields: Partial<GwJob> = {}): GwJob => ({
-  id,
-  operation: alias,
-  idempotencyKey: key,
-  ticketId: '',
-  status: 'succeeded',
-  result: { content: 'Hello there.' },
-  error: null,
-  completedBy: null,
-  createdAt: 1_000,
-  terminalAt: 2_000,
-  workflowId: `wf-${key}`,
-  deadlineAt: null,
-  run: 1,
-  routeVersion: null,
-  ...fields,
-});
-
-const attempt = (id: string, jobId: string, seq: number, provider: string, fields: Partial<GwAttempt> = {}): GwAttempt => ({
-  id,
-  jobId,
-  run: 1,
-  seq,
-  lane: 0,
-  provider,
-  model: provider === 'sim-primary' ? 'sim-small' : 'sim-large',
-  status: 'succeeded',
-  errorClass: null,
-  resolved: false,
-  startedAt: 1_000 + seq * 100,
-  endedAt: 1_050 + seq * 100,
-  usageReported: true,
-  cost: '0.0001',
-  inputTokens: 12,
-  outputTokens: 3,
-  ...fields,
-});
+const job = (id: string, alias: string, key: string, fields: Partial<GwJob> = {}): GwJob => fabricatedJob(id, alias, key, { ticketId: '', result: { content: 'Hello there.' }, ...fields });
+const attempt = (id: string, jobId: string, seq: number, provider: string, fields: Partial<GwAttempt> = {}): GwAttempt => fabricatedAttempt(id, jobId, seq, provider, { cost: '0.0001', inputTokens: 12, outputTokens: 3, ...fields });
 
 const raw = (label: string, key: string, status: number, fields: Partial<RawExchange> = {}): RawExchange => ({ label, key, startedAt: 1_000, endedAt: 1_010, status, cut: false, replayed: false, ...fields });
 

@@ -12,6 +12,7 @@ import { runOperator } from '../gateway/operator';
 import { createTrialPrincipal } from '../gateway/principal';
 import { saveHistory } from '../histories';
 import { TERMINAL } from '../job-view';
+import { timedTrial } from '../round';
 import { SETTINGS } from '../settings';
 import type { RegisteredOperation } from '../../src/operations/operation';
 import { checkEntriesTrial, jobIdOfAnswer, type EntriesViolation } from './checks';
@@ -37,16 +38,9 @@ export interface EntriesTrialRecord {
 }
 
 /** Runs one trial; never throws (a failure of the suite itself is recorded as `error`). */
-export async function runEntriesTrial(ctx: EntriesContext, plan: EntriesPlan, options: { settleMs: number }): Promise<EntriesTrialRecord> {
-  const startedAt = Date.now();
+export function runEntriesTrial(ctx: EntriesContext, plan: EntriesPlan, options: { settleMs: number }): Promise<EntriesTrialRecord> {
   const record: EntriesTrialRecord = { plan, kinds: entriesFaultKinds(plan), ran: {}, notRun: {}, events: [], violations: [], durationMs: 0 };
-  try {
-    await execute(ctx, plan, options, record, startedAt);
-  } catch (err) {
-    record.error = (err as Error).stack ?? String(err);
-  }
-  record.durationMs = Date.now() - startedAt;
-  return record;
+  return timedTrial(record, (into, startedAt) => execute(ctx, plan, options, into, startedAt));
 }
 
 async function execute(ctx: EntriesContext, plan: EntriesPlan, options: { settleMs: number }, record: EntriesTrialRecord, startedAt: number): Promise<void> {

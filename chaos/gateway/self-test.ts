@@ -8,7 +8,8 @@ import type { Exchange } from '../api-client';
 import type { SelfTestResult } from '../self-test';
 import { checkGatewayTrial, GATEWAY_VIOLATION_KINDS, type GatewayViolationKind } from './checks';
 import { drawGatewayPlan, gatewayFaultKinds } from './draw';
-import type { GatewayObservation, GwAttempt, GwJob } from './observation';
+import { fabricatedAttempt, fabricatedJob } from './fabricated';
+import type { GatewayObservation, GwJob } from './observation';
 
 const P = 'gw-self-test';
 const SECRET = 'gw_secret_self_test';
@@ -26,43 +27,8 @@ function exchange(label: string, status: number, body?: unknown, replayed = fals
   return { label, method: label.startsWith('replay') || label.startsWith('submit') ? 'POST' : 'GET', path: '/v1/jobs', startedAt: at, endedAt: at + 10, status, replayed, body };
 }
 
-const job = (id: string, operation: string, key: string, fields: Partial<GwJob> = {}): GwJob => ({
-  id,
-  operation,
-  idempotencyKey: key,
-  ticketId: `T-${key}`,
-  status: 'succeeded',
-  result: { answer: 'ok' },
-  error: null,
-  completedBy: null,
-  createdAt: 1_000,
-  terminalAt: 2_000,
-  workflowId: `wf-${key}`,
-  deadlineAt: null,
-  run: 1,
-  routeVersion: BASE,
-  ...fields,
-});
-
-const attempt = (id: string, jobId: string, seq: number, provider: string, fields: Partial<GwAttempt> = {}): GwAttempt => ({
-  id,
-  jobId,
-  run: 1,
-  seq,
-  lane: 0,
-  provider,
-  model: provider === 'sim-primary' ? 'sim-small' : 'sim-large',
-  status: 'succeeded',
-  errorClass: null,
-  resolved: false,
-  startedAt: 1_000 + seq * 100,
-  endedAt: 1_050 + seq * 100,
-  usageReported: true,
-  cost: '0',
-  inputTokens: 0,
-  outputTokens: 0,
-  ...fields,
-});
+const job = (id: string, operation: string, key: string, fields: Partial<GwJob> = {}): GwJob => fabricatedJob(id, operation, key, { routeVersion: BASE, ...fields });
+const attempt = fabricatedAttempt;
 
 const stored = (j: GwJob) => ({ id: j.id, status: j.status, ...(j.status === 'succeeded' ? { result: j.result } : {}), ...(j.status === 'failed' ? { error: j.error } : {}) });
 

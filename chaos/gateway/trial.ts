@@ -8,6 +8,7 @@ import { ApiClient } from '../api-client';
 import { sleep, type RunContext, type TrialEvent } from '../context';
 import { saveHistory } from '../histories';
 import { TERMINAL } from '../job-view';
+import { timedTrial } from '../round';
 import { SETTINGS } from '../settings';
 import { awaitLeftovers, runBudget } from './budget-run';
 import { CanaryControl, readRouteVersions } from './canary-control';
@@ -49,16 +50,9 @@ export interface GatewayTrialRecord {
 }
 
 /** Runs one trial; never throws (a failure of the suite itself is recorded as `error`). */
-export async function runGatewayTrial(ctx: GatewayContext, plan: GatewayPlan, options: { settleMs: number }): Promise<GatewayTrialRecord> {
-  const startedAt = Date.now();
+export function runGatewayTrial(ctx: GatewayContext, plan: GatewayPlan, options: { settleMs: number }): Promise<GatewayTrialRecord> {
   const record: GatewayTrialRecord = { plan, kinds: gatewayFaultKinds(plan), ran: {}, notRun: {}, events: [], violations: [], durationMs: 0 };
-  try {
-    await execute(ctx, plan, options, record, startedAt);
-  } catch (err) {
-    record.error = (err as Error).stack ?? String(err);
-  }
-  record.durationMs = Date.now() - startedAt;
-  return record;
+  return timedTrial(record, (into, startedAt) => execute(ctx, plan, options, into, startedAt));
 }
 
 async function execute(ctx: GatewayContext, plan: GatewayPlan, options: { settleMs: number }, record: GatewayTrialRecord, startedAt: number): Promise<void> {
