@@ -101,6 +101,7 @@ export interface RunResult {
   jobsPerSecond: number;
   /** Submit-to-done latency, ms. */
   p50: number;
+  p95: number;
   p99: number;
   /** CPU per job, ms, by part of the system. */
   cpuPerJob: { app: number; postgres: number; temporal: number; total: number };
@@ -159,6 +160,7 @@ export async function runJobs(system: System, infra: Infra, opts: { jobs: number
     seconds,
     jobsPerSecond: opts.jobs / seconds,
     p50: percentile(latencies, 50),
+    p95: percentile(latencies, 95),
     p99: percentile(latencies, 99),
     cpuPerJob: { app: perJob(cpu.app!), postgres: perJob(cpu.postgres!), temporal: perJob(temporal), total: perJob(cpu.app! + cpu.postgres! + temporal) },
     jobIds,

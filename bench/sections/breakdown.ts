@@ -94,6 +94,8 @@ export async function breakdownSection(infra: Infra, opts: { jobs: number }, log
         { section: 'breakdown', measure: 'CPU/job c16 (ms; app+pg+temporal)', value: `${fixed(run.cpuPerJob.total)} (${fixed(run.cpuPerJob.app)}+${fixed(run.cpuPerJob.postgres)}+${fixed(run.cpuPerJob.temporal)})` },
         { section: 'breakdown', measure: 'API: main thread / other threads (ms/job)', value: `${perJob(a.main)} / ${perJob(a.others + a.core)}` },
         { section: 'breakdown', measure: 'worker: main thread / Rust core / other threads (ms/job)', value: `${perJob(w.main)} / ${perJob(w.core)} / ${perJob(w.others)}` },
+        { section: 'breakdown', measure: 'PostgreSQL round trips per job', value: fixed(Number(t.calls) / opts.jobs), target: '<= 8', ok: Number(t.calls) / opts.jobs <= 8 },
+        { section: 'breakdown', measure: 'PostgreSQL transactions per job', value: fixed(Number(database[0]!.xact_commit) / opts.jobs), target: '<= 4', ok: Number(database[0]!.xact_commit) / opts.jobs <= 4 },
         {
           section: 'breakdown',
           measure: 'PostgreSQL: statements, transactions, WAL per job',

@@ -90,35 +90,37 @@ export async function e2eSection(infra: Infra, opts: E2eOptions, log: (line: str
   ] as const) {
     const cpuO = m(runsO, (r) => r.cpuPerJob.total);
     const cpuP = m(runsP, (r) => r.cpuPerJob.total);
+    const cpuF = m(runsF, (r) => r.cpuPerJob.total);
+    // The target: what Onceflow adds to Temporal's own cost of the same job (its ledger, its API, its checks), as a ratio in this run.
     rows.push({
       section: 'e2e',
       measure: `CPU/job ${label} (ms; app+pg+temporal)`,
       value: `${fixed(cpuO)} (${fixed(m(runsO, (r) => r.cpuPerJob.app))}+${fixed(m(runsO, (r) => r.cpuPerJob.postgres))}+${fixed(m(runsO, (r) => r.cpuPerJob.temporal))})`,
-      reference: `${fixed(cpuP)} (${fixed(m(runsP, (r) => r.cpuPerJob.app))}+${fixed(m(runsP, (r) => r.cpuPerJob.postgres))}) peer`,
-      ratio: cpuO / cpuP,
-      target: '<= 45 ms',
-      ok: cpuO <= 45,
+      reference: `${fixed(cpuF)} (${fixed(m(runsF, (r) => r.cpuPerJob.app))}+${fixed(m(runsF, (r) => r.cpuPerJob.temporal))}) the floor`,
+      ratio: cpuO / cpuF,
+      target: '<= 1.30x',
+      ok: cpuO / cpuF <= 1.3,
     });
-    // What Onceflow adds to Temporal's own cost of the job: its ledger, its API, its checks.
-    const cpuF = m(runsF, (r) => r.cpuPerJob.total);
     rows.push({
       section: 'e2e',
-      measure: `CPU/job ${label}, the floor (ms; app+temporal)`,
-      value: `${fixed(cpuO - cpuF)} above it`,
-      reference: `${fixed(cpuF)} (${fixed(m(runsF, (r) => r.cpuPerJob.app))}+${fixed(m(runsF, (r) => r.cpuPerJob.temporal))}) bare Temporal`,
-      ratio: cpuO / cpuF,
+      measure: `CPU/job ${label}, the DBOS peer (ms; app+pg)`,
+      value: fixed(cpuO),
+      reference: `${fixed(cpuP)} (${fixed(m(runsP, (r) => r.cpuPerJob.app))}+${fixed(m(runsP, (r) => r.cpuPerJob.postgres))}) peer`,
+      ratio: cpuO / cpuP,
     });
   }
   const p50 = m(onceflow.at1, (r) => r.p50);
-  rows.push({ section: 'e2e', measure: 'p50 submit-to-done c1 (ms)', value: fixed(p50), reference: `${fixed(m(peer.at1, (r) => r.p50))} peer`, ratio: p50 / m(peer.at1, (r) => r.p50), target: '<= 100 ms', ok: p50 <= 100 });
-  const tputO = m(onceflow.at16, (r) => r.jobsPerSecond);
-  const tputP = m(peer.at16, (r) => r.jobsPerSecond);
-  rows.push({ section: 'e2e', measure: 'throughput c16 (jobs/s)', value: fixed(tputO), reference: `${fixed(tputP)} peer`, ratio: tputO / tputP, target: '>= 0.20x', ok: tputO / tputP >= 0.2 });
   const p50F = m(floor.at1, (r) => r.p50);
-  rows.push({ section: 'e2e', measure: 'p50 submit-to-done c1 (ms), the floor', value: fixed(p50), reference: `${fixed(p50F)} bare Temporal`, ratio: p50 / p50F });
+  rows.push({ section: 'e2e', measure: 'p50 submit-to-done c1 (ms)', value: fixed(p50), reference: `${fixed(p50F)} the floor; ${fixed(m(peer.at1, (r) => r.p50))} peer`, ratio: p50 / p50F, target: '<= 100 ms', ok: p50 <= 100 });
+  const tputO = m(onceflow.at16, (r) => r.jobsPerSecond);
   const tputF = m(floor.at16, (r) => r.jobsPerSecond);
-  rows.push({ section: 'e2e', measure: 'throughput c16 (jobs/s), the floor', value: fixed(tputO), reference: `${fixed(tputF)} bare Temporal`, ratio: tputO / tputF });
-  rows.push({ section: 'e2e', measure: 'p99 submit-to-done c16 (ms)', value: fixed(m(onceflow.at16, (r) => r.p99)), reference: `${fixed(m(peer.at16, (r) => r.p99))} peer` });
+  rows.push({ section: 'e2e', measure: 'throughput c16 (jobs/s)', value: fixed(tputO), reference: `${fixed(tputF)} the floor`, ratio: tputO / tputF, target: '>= 0.80x', ok: tputO / tputF >= 0.8 });
+  const tputP = m(peer.at16, (r) => r.jobsPerSecond);
+  rows.push({ section: 'e2e', measure: 'throughput c16 (jobs/s), the DBOS peer', value: fixed(tputO), reference: `${fixed(tputP)} peer`, ratio: tputO / tputP });
+  const p95 = m(onceflow.at16, (r) => r.p95);
+  const p95F = m(floor.at16, (r) => r.p95);
+  rows.push({ section: 'e2e', measure: 'p95 submit-to-done c16 (ms)', value: fixed(p95), reference: `${fixed(p95F)} the floor; ${fixed(m(peer.at16, (r) => r.p95))} peer`, ratio: p95 / p95F, target: '<= 1.50x', ok: p95 / p95F <= 1.5 });
+  rows.push({ section: 'e2e', measure: 'p99 submit-to-done c16 (ms)', value: fixed(m(onceflow.at16, (r) => r.p99)), reference: `${fixed(m(floor.at16, (r) => r.p99))} the floor; ${fixed(m(peer.at16, (r) => r.p99))} peer` });
   const dispatch = [...(onceflow.dispatchMs ?? [])].sort((a, b) => a - b);
   // Not a target: where a job at concurrency 1 waits for Temporal (the dev server's task queue readers), apart from Onceflow's own work.
   rows.push({ section: 'e2e', measure: 'first workflow task dispatch c1 (ms)', value: `p50 ${fixed(median(dispatch))}, p90 ${fixed(percentile(dispatch, 90))}; over 25 ms ${dispatch.filter((ms) => ms > 25).length} of ${dispatch.length}` });

@@ -119,9 +119,10 @@ export async function frontDoorSection(infra: Infra, opts: { rounds: number }, l
     return [
       { section: 'replay', measure: 'p50 c1 (ms)', value: fixed(ro.p50, 2), reference: `${fixed(rb.p50, 2)} bare route`, ratio: ro.p50 / rb.p50, target: '<= 1.20x', ok: ro.p50 / rb.p50 <= 1.2 },
       { section: 'replay', measure: 'throughput c16 (req/s)', value: fixed(ro.rps, 0), reference: `${fixed(rb.rps, 0)} bare route`, ratio: ro.rps / rb.rps, target: '>= 0.80x', ok: ro.rps / rb.rps >= 0.8 },
-      { section: 'admission', measure: 'p50 c1 (ms)', value: fixed(ao, 2), reference: `${fixed(ab, 2)} INSERT+start`, ratio: ao / ab, target: '<= 1.25x', ok: ao / ab <= 1.25 },
-      // Not a target: the same work behind a bare route, to tell HTTP's share of the gap from Onceflow's.
-      { section: 'admission', measure: 'p50 c1 (ms), against a route', value: fixed(ao, 2), reference: `${fixed(ar, 2)} route INSERT+start`, ratio: ao / ar },
+      // The target: the same INSERT and workflow start behind a bare Fastify route (HTTP's share is in both).
+      { section: 'admission', measure: 'p50 c1 (ms)', value: fixed(ao, 2), reference: `${fixed(ar, 2)} route INSERT+start`, ratio: ao / ar, target: '<= 1.15x', ok: ao / ar <= 1.15 },
+      // Not a target: the same steps as a bare script, with no HTTP at all.
+      { section: 'admission', measure: 'p50 c1 (ms), against a script', value: fixed(ao, 2), reference: `${fixed(ab, 2)} INSERT+start`, ratio: ao / ab },
       {
         section: 'storm',
         measure: '1,000 identical POSTs',
