@@ -5,8 +5,9 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { Client } from 'pg';
 import { startEmbeddedPostgres } from '../src/stack/postgres';
-import { freePort, loadTemporalDevConfig, startDevServer } from '../src/stack/temporal-dev';
-import { resolveTemporalCli } from '../src/stack/tools';
+import { startTemporalCluster } from '../src/stack/temporal-cluster';
+import { freePort, loadTemporalDevConfig, startDevServer, type TemporalDevConfig } from '../src/stack/temporal-dev';
+import { resolveTemporalCli, resolveTemporalServer } from '../src/stack/tools';
 
 export const root = path.resolve(__dirname, '..');
 
@@ -67,22 +68,29 @@ export interface Infra {
   stop(): Promise<void>;
 }
 
-/** The shared parts of every benchmark: PostgreSQL, the Temporal dev server and the simulators, each a process of its own. */
-export async function startInfra(log: (line: string) => void): Promise<Infra> {
+/** Which Temporal the benchmark runs on: the dev server (SQLite in memory, one history shard), or Temporal's own server on a PostgreSQL of its own. */
+export type TemporalKind = 'dev' | 'postgres';
+
+/** History shards of the production-shaped Temporal: more than one, as a cluster has. */
+const CLUSTER_SHARDS = 4;
+
+/**
+ * The shared parts of every benchmark: PostgreSQL, Temporal and the
+ * simulators, each a process of its own. With `temporal: 'postgres'`,
+ * Temporal is its own server (src/stack/temporal-cluster.ts) on a second
+ * PostgreSQL, apart from the ledger's: its CPU (the server's and its
+ * database's) is Temporal's share.
+ */
+export async function startInfra(log: (line: string) => void, options: { temporal?: TemporalKind } = {}): Promise<Infra> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'onceflow-bench-'));
   chmodSync(dir, 0o755);
   const stops: Array<() => Promise<void>> = [];
   try {
-    log('starting PostgreSQL, the Temporal dev server and the simulators …');
+    log(`starting PostgreSQL, ${options.temporal === 'postgres' ? "Temporal's server on a PostgreSQL of its own" : 'the Temporal dev server'} and the simulators …`);
     const pg = await startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port: await freePort(), database: 'postgres', persistent: false });
     stops.push(pg.stop);
-    const cli = await resolveTemporalCli({ build: true, log });
-    if (!cli) throw new Error('no Temporal CLI (run npm run tools -- ensure)');
     const devConfig = loadTemporalDevConfig();
-    // BENCH_TEMPORAL_DYNAMIC_CONFIG='{}' replaces temporal-dev.yaml's dynamic config (to measure what a setting costs).
-    const dynamicConfig = process.env.BENCH_TEMPORAL_DYNAMIC_CONFIG ? (JSON.parse(process.env.BENCH_TEMPORAL_DYNAMIC_CONFIG) as Record<string, unknown>) : devConfig.dynamicConfig;
-    const temporal = await startDevServer(cli.path, { ...devConfig, dynamicConfig, port: await freePort(), ui: false, dbFilename: undefined }, log);
-    stops.push(temporal.stop);
+    const temporal = options.temporal === 'postgres' ? await startCluster(dir, devConfig, stops, log) : await startDev(devConfig, stops, log);
     const sims = await startService(
       process.execPath,
       [path.join(root, 'dist', 'sim', 'main.js')],
@@ -100,7 +108,7 @@ export async function startInfra(log: (line: string) => void): Promise<Infra> {
     return {
       serverUrl,
       pgPid: () => (pg.pid ? [pg.pid] : []),
-      temporal: { address: temporal.address, namespace: temporal.namespace, pid: () => (temporal.process?.pid ? [temporal.process.pid] : []) },
+      temporal,
       sims: { ...urls, pid: () => (sims.proc.pid ? [sims.proc.pid] : []) },
       async createDatabase(name) {
         const admin = new Client({ connectionString: pg.adminUrl });
@@ -121,3 +129,39 @@ export async function startInfra(log: (line: string) => void): Promise<Infra> {
   }
 }
 
+async function startDev(devConfig: TemporalDevConfig, stops: Array<() => Promise<void>>, log: (line: string) => void): Promise<Infra['temporal']> {
+  const cli = await resolveTemporalCli({ build: true, log });
+  if (!cli) throw new Error('no Temporal CLI (run npm run tools -- ensure)');
+  // BENCH_TEMPORAL_DYNAMIC_CONFIG='{}' replaces temporal-dev.yaml's dynamic config (to measure what a setting costs).
+  const dynamicConfig = process.env.BENCH_TEMPORAL_DYNAMIC_CONFIG ? (JSON.parse(process.env.BENCH_TEMPORAL_DYNAMIC_CONFIG) as Record<string, unknown>) : devConfig.dynamicConfig;
+  const server = await startDevServer(cli.path, { ...devConfig, dynamicConfig, port: await freePort(), ui: false, dbFilename: undefined }, log);
+  stops.push(server.stop);
+  return { address: server.address, namespace: server.namespace, pid: () => (server.process?.pid ? [server.process.pid] : []) };
+}
+
+/**
+ * Temporal's own server on a PostgreSQL of its own, several history shards.
+ * Its dynamic config is the dev file's, without the transfer queue's read
+ * rate: a cluster keeps the default of 20 reads a second per shard, and has
+ * several shards (BENCH_TEMPORAL_DYNAMIC_CONFIG replaces it, as for the dev server).
+ */
+async function startCluster(dir: string, devConfig: TemporalDevConfig, stops: Array<() => Promise<void>>, log: (line: string) => void): Promise<Infra['temporal']> {
+  const tool = await resolveTemporalServer({ build: true, log });
+  if (!tool) throw new Error('no Temporal server: set TEMPORAL_SERVER_PATH (with TEMPORAL_SQL_TOOL_PATH and TEMPORAL_SCHEMA_DIR), or install Go so `npm run tools -- ensure --temporal-server` can build it');
+  const pg = await startEmbeddedPostgres({ dataDir: path.join(dir, 'temporal-pg'), port: await freePort(), database: 'postgres', persistent: false });
+  stops.push(pg.stop);
+  const admin = new URL(pg.adminUrl);
+  const { 'history.transferProcessorMaxPollRPS': _tuned, ...dynamic } = devConfig.dynamicConfig;
+  const dynamicConfig = process.env.BENCH_TEMPORAL_DYNAMIC_CONFIG ? (JSON.parse(process.env.BENCH_TEMPORAL_DYNAMIC_CONFIG) as Record<string, unknown>) : dynamic;
+  const server = await startTemporalCluster(tool, {
+    dir: path.join(dir, 'temporal'),
+    postgres: { host: admin.hostname, port: Number(admin.port), user: decodeURIComponent(admin.username), password: decodeURIComponent(admin.password) },
+    namespace: devConfig.namespace,
+    shards: CLUSTER_SHARDS,
+    searchAttributes: devConfig.searchAttributes,
+    dynamicConfig,
+    log,
+  });
+  stops.push(server.stop);
+  return { address: server.address, namespace: server.namespace, pid: () => [server.process.pid, pg.pid].filter((pid): pid is number => pid !== undefined) };
+}

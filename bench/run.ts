@@ -17,6 +17,10 @@
  * - scale (long): admission, replay and end-to-end cost as the ledger grows
  *   from 1,000 to 1,000,000 jobs, and the plans of the hot statements.
  *
+ * `--temporal postgres` runs them on Temporal's own server with PostgreSQL
+ * persistence and several history shards (a production-shaped Temporal,
+ * src/stack/temporal-cluster.ts) instead of the dev server.
+ *
  * Figures are medians of the rounds. It needs `npm run build` (it runs the
  * processes from dist/), which `npm run bench` does first.
  */
@@ -34,7 +38,7 @@ const SECTIONS = ['front-door', 'e2e', 'start', 'breakdown', 'memory', 'scale'] 
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { sections: { type: 'string', default: 'front-door,e2e,start,breakdown' }, rounds: { type: 'string', default: '3' }, quick: { type: 'boolean', default: false } },
+    options: { sections: { type: 'string', default: 'front-door,e2e,start,breakdown' }, rounds: { type: 'string', default: '3' }, quick: { type: 'boolean', default: false }, temporal: { type: 'string', default: 'dev' } },
     strict: true,
   });
   const sections = values.sections!.split(',').map((s) => s.trim());
@@ -42,7 +46,9 @@ async function main(): Promise<void> {
   const rounds = Number(values.rounds);
   const quick = values.quick!;
   const log = (line: string): void => console.log(line);
-  const infra = await startInfra(log);
+  const temporal = values.temporal!;
+  if (temporal !== 'dev' && temporal !== 'postgres') throw new Error(`--temporal is dev or postgres, not ${temporal}`);
+  const infra = await startInfra(log, { temporal });
   const rows: ResultRow[] = [];
   const started = Date.now();
   try {

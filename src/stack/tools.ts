@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { accessSync, constants, existsSync, readdirSync } from 'node:fs';
+import { accessSync, constants, cpSync, existsSync, readdirSync, renameSync } from 'node:fs';
 import path from 'node:path';
 import { projectRoot, toolsDir } from '../paths';
 
@@ -62,6 +62,17 @@ function fromEnv(variable: string, env: NodeJS.ProcessEnv): ResolvedTool | undef
     throw new ToolError(`${variable}=${explicit} is not an executable file; fix the path or unset ${variable}`);
   }
   return { path: explicit, source: 'env' };
+}
+
+/** A command's standard output, trimmed. */
+function output(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd: projectRoot, env, stdio: ['ignore', 'pipe', 'inherit'] });
+    let text = '';
+    child.stdout.on('data', (chunk: Buffer) => (text += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve(text.trim()) : reject(new ToolError(`${command} ${args.join(' ')} exited with ${code}`))));
+  });
 }
 
 function run(command: string, args: string[], env: NodeJS.ProcessEnv, log?: (line: string) => void): Promise<void> {
@@ -129,6 +140,76 @@ export async function resolveTestServer(opts: ResolveOptions): Promise<ResolvedT
   await run(mvn, ['-q', '-B', '-f', testServerPom, 'package', `-Dtest-server.lib=${testServerLib}`], env, opts.log);
   if (!hasTestServerJars()) throw new ToolError(`Maven finished but ${testServerLib} has no test-server jar`);
   return { path: testServerWrapper, source: 'built' };
+}
+
+/**
+ * Temporal's own server (frontend, history, matching and worker services in
+ * one process) with SQL persistence, and its schema tool: a production-shaped
+ * Temporal for the bench (`--temporal postgres`). Built from Go modules:
+ * its go.mod has no `replace` directive; it needs a Go newer than 1.26.8,
+ * which the go command takes from the module proxy (GOTOOLCHAIN).
+ */
+export const TEMPORAL_SERVER_MODULE = 'go.temporal.io/server';
+export const TEMPORAL_SERVER_VERSION = 'v1.32.2';
+export const TEMPORAL_SERVER_GO_TOOLCHAIN = 'go1.27.3';
+
+export interface ResolvedTemporalServer {
+  server: string;
+  sqlTool: string;
+  /** The folder with the PostgreSQL schemas: `temporal/versioned` and `visibility/versioned` (the module's schema/postgresql/v12). */
+  schemaDir: string;
+  source: ToolSource;
+}
+
+const serverCache = path.join(toolsDir, 'temporal-server');
+
+function cachedServer(): ResolvedTemporalServer | undefined {
+  const found = { server: path.join(serverCache, 'bin', 'temporal-server'), sqlTool: path.join(serverCache, 'bin', 'temporal-sql-tool'), schemaDir: path.join(serverCache, 'schema', 'postgresql', 'v12') };
+  return isExecutable(found.server) && isExecutable(found.sqlTool) && existsSync(path.join(found.schemaDir, 'temporal', 'versioned')) ? { ...found, source: 'cache' } : undefined;
+}
+
+/**
+ * Resolves the Temporal server, its SQL schema tool and the PostgreSQL schemas:
+ * TEMPORAL_SERVER_PATH with TEMPORAL_SQL_TOOL_PATH and TEMPORAL_SCHEMA_DIR →
+ * `temporal-server` and `temporal-sql-tool` on PATH with TEMPORAL_SCHEMA_DIR →
+ * a cached build in `.tools/temporal-server` → a build with Go (about ten
+ * minutes on two cores, the first time).
+ * @returns undefined when nothing has it and it may not be built (no Go, or `build` false).
+ * @throws ToolError when an explicit path is wrong or the build fails.
+ */
+export async function resolveTemporalServer(opts: ResolveOptions): Promise<ResolvedTemporalServer | undefined> {
+  const env = opts.env ?? process.env;
+  const explicit = fromEnv('TEMPORAL_SERVER_PATH', env);
+  const schemaDir = env.TEMPORAL_SCHEMA_DIR;
+  const needSchemas = (from: string): string => {
+    if (!schemaDir) throw new ToolError(`${from} is set, but TEMPORAL_SCHEMA_DIR is not: name the server's schema/postgresql/v12 folder`);
+    if (!existsSync(path.join(schemaDir, 'temporal', 'versioned'))) throw new ToolError(`TEMPORAL_SCHEMA_DIR=${schemaDir} has no temporal/versioned folder`);
+    return schemaDir;
+  };
+  if (explicit) {
+    const sqlTool = fromEnv('TEMPORAL_SQL_TOOL_PATH', env);
+    if (!sqlTool) throw new ToolError('TEMPORAL_SERVER_PATH is set, but TEMPORAL_SQL_TOOL_PATH is not: name the temporal-sql-tool beside it');
+    return { server: explicit.path, sqlTool: sqlTool.path, schemaDir: needSchemas('TEMPORAL_SERVER_PATH'), source: 'env' };
+  }
+  const onPath = { server: which('temporal-server', env), sqlTool: which('temporal-sql-tool', env) };
+  if (onPath.server && onPath.sqlTool && schemaDir) return { server: onPath.server, sqlTool: onPath.sqlTool, schemaDir: needSchemas('temporal-server on PATH'), source: 'path' };
+  const cached = cachedServer();
+  if (cached || !opts.build) return cached;
+
+  const go = which('go', env);
+  if (!go) return undefined;
+  const bin = path.join(serverCache, 'bin');
+  const goEnv = { ...env, GOBIN: bin, GOTOOLCHAIN: TEMPORAL_SERVER_GO_TOOLCHAIN };
+  opts.log?.(`building the Temporal server ${TEMPORAL_SERVER_VERSION} and its SQL tool with Go (${TEMPORAL_SERVER_GO_TOOLCHAIN}) into ${bin} (first time only; about ten minutes)`);
+  await run(go, ['install', `${TEMPORAL_SERVER_MODULE}/cmd/server@${TEMPORAL_SERVER_VERSION}`, `${TEMPORAL_SERVER_MODULE}/cmd/tools/sql@${TEMPORAL_SERVER_VERSION}`], goEnv, opts.log);
+  renameSync(path.join(bin, 'server'), path.join(bin, 'temporal-server'));
+  renameSync(path.join(bin, 'sql'), path.join(bin, 'temporal-sql-tool'));
+  // The schemas are files of the module, not of the binaries: kept beside them.
+  const modCache = await output(go, ['env', 'GOMODCACHE'], goEnv);
+  cpSync(path.join(modCache, `${TEMPORAL_SERVER_MODULE}@${TEMPORAL_SERVER_VERSION}`, 'schema', 'postgresql'), path.join(serverCache, 'schema', 'postgresql'), { recursive: true });
+  const built = cachedServer();
+  if (!built) throw new ToolError(`go install finished but ${serverCache} lacks the server, the SQL tool or the schemas`);
+  return { ...built, source: 'built' };
 }
 
 /** The names a Chromium goes by on PATH, Debian's first. */

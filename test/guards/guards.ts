@@ -1382,4 +1382,20 @@ export const GUARDS: Guard[] = [
     tests: ['test/console/pages.test.ts'],
     testNamePattern: 'which entries each model alias',
   },
+  {
+    name: "an explicit Temporal server (TEMPORAL_SERVER_PATH) is taken before one on PATH",
+    file: 'src/stack/tools.ts',
+    find: '  if (explicit) {\n    const sqlTool',
+    replace: '  if (explicit && !which(\'temporal-server\', env)) {\n    const sqlTool',
+    tests: ['test/stack/temporal-server-tool.test.ts'],
+    testNamePattern: 'explicit paths first',
+  },
+  {
+    name: "a Temporal server on PATH is taken only with its schemas named (TEMPORAL_SCHEMA_DIR)",
+    file: 'src/stack/tools.ts',
+    find: 'if (onPath.server && onPath.sqlTool && schemaDir) return',
+    replace: 'if (onPath.server && onPath.sqlTool) return',
+    tests: ['test/stack/temporal-server-tool.test.ts'],
+    testNamePattern: 'whose schemas are not named',
+  },
 ];
