@@ -9,12 +9,13 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
 import { stringify } from 'yaml';
-import { freePort, waitForPort } from './temporal-dev';
+import { waitForPort } from './temporal-dev';
 import type { ResolvedTemporalServer } from './tools';
 
 export interface TemporalClusterOptions {
@@ -64,14 +65,37 @@ async function migrate(tool: ResolvedTemporalServer, pg: TemporalClusterOptions[
   }
 }
 
+/**
+ * A free loopback port below 32768: the server keeps its services' ports in
+ * a smallint column (cluster_membership), so the kernel's ephemeral ports
+ * above it are refused at its start.
+ */
+async function freeLowPort(taken: Set<number>): Promise<number> {
+  for (;;) {
+    const candidate = 20_000 + Math.floor(Math.random() * 12_000);
+    if (taken.has(candidate)) continue;
+    const free = await new Promise<boolean>((resolve) => {
+      const server = createServer();
+      server.once('error', () => resolve(false));
+      server.listen(candidate, '127.0.0.1', () => server.close(() => resolve(true)));
+    });
+    if (free) {
+      taken.add(candidate);
+      return candidate;
+    }
+  }
+}
+
 /** The server's config: SQL persistence on PostgreSQL, the four services on free loopback ports. */
 async function configOf(options: TemporalClusterOptions, dynamicConfigFile: string): Promise<{ config: Record<string, unknown>; frontendPort: number }> {
   const pg = options.postgres;
   const datastore = (database: string, conns: number) => ({
     sql: { pluginName: 'postgres12', databaseName: database, connectAddr: `${pg.host}:${pg.port}`, connectProtocol: 'tcp', user: pg.user, password: pg.password, maxConns: conns, maxIdleConns: conns, maxConnLifetime: '1h' },
   });
+  const taken = new Set<number>();
+  const port = () => freeLowPort(taken);
   const service = async (http = false) => ({
-    rpc: { grpcPort: await freePort(), membershipPort: await freePort(), bindOnLocalHost: true, ...(http ? { httpPort: await freePort() } : {}) },
+    rpc: { grpcPort: await port(), membershipPort: await port(), bindOnLocalHost: true, ...(http ? { httpPort: await port() } : {}) },
   });
   const frontend = await service(true);
   const config = {
