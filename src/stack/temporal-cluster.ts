@@ -24,6 +24,8 @@ export interface TemporalClusterOptions {
   /** The PostgreSQL it keeps its databases on (their own server's, apart from the ledger's). */
   postgres: { host: string; port: number; user: string; password: string };
   namespace: string;
+  /** Its two databases' names (default temporal and temporal_visibility): made by its schema tool, so they must not exist yet. */
+  databases?: { store: string; visibility: string };
   /** History shards (a cluster's count is fixed once made). */
   shards: number;
   /** Custom search attributes to register in the namespace (NAME: Keyword, ...). */
@@ -41,7 +43,7 @@ export interface RunningTemporalCluster {
   stop(): Promise<void>;
 }
 
-const DATABASES = { store: 'temporal', visibility: 'temporal_visibility' } as const;
+const DATABASES = { store: 'temporal', visibility: 'temporal_visibility' };
 
 function runTool(file: string, args: string[]): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -55,9 +57,9 @@ function runTool(file: string, args: string[]): Promise<void> {
 }
 
 /** Makes both databases and brings their schemas to the server's version. */
-async function migrate(tool: ResolvedTemporalServer, pg: TemporalClusterOptions['postgres']): Promise<void> {
+async function migrate(tool: ResolvedTemporalServer, pg: TemporalClusterOptions['postgres'], databases: typeof DATABASES): Promise<void> {
   const base = ['--ep', pg.host, '-p', String(pg.port), '-u', pg.user, '--pw', pg.password, '--pl', 'postgres12'];
-  for (const [kind, database] of Object.entries(DATABASES)) {
+  for (const [kind, database] of Object.entries(databases)) {
     const dir = path.join(tool.schemaDir, kind === 'store' ? 'temporal' : 'visibility', 'versioned');
     await runTool(tool.sqlTool, [...base, '--db', database, 'create-database']);
     await runTool(tool.sqlTool, [...base, '--db', database, 'setup-schema', '-v', '0.0']);
@@ -89,6 +91,7 @@ async function freeLowPort(taken: Set<number>): Promise<number> {
 /** The server's config: SQL persistence on PostgreSQL, the four services on free loopback ports. */
 async function configOf(options: TemporalClusterOptions, dynamicConfigFile: string): Promise<{ config: Record<string, unknown>; frontendPort: number }> {
   const pg = options.postgres;
+  const databases = options.databases ?? DATABASES;
   const datastore = (database: string, conns: number) => ({
     sql: { pluginName: 'postgres12', databaseName: database, connectAddr: `${pg.host}:${pg.port}`, connectProtocol: 'tcp', user: pg.user, password: pg.password, maxConns: conns, maxIdleConns: conns, maxConnLifetime: '1h' },
   });
@@ -104,7 +107,7 @@ async function configOf(options: TemporalClusterOptions, dynamicConfigFile: stri
       defaultStore: 'postgres-default',
       visibilityStore: 'postgres-visibility',
       numHistoryShards: options.shards,
-      datastores: { 'postgres-default': datastore(DATABASES.store, 20), 'postgres-visibility': datastore(DATABASES.visibility, 4) },
+      datastores: { 'postgres-default': datastore(databases.store, 20), 'postgres-visibility': datastore(databases.visibility, 4) },
     },
     global: { membership: { maxJoinDuration: '30s', broadcastAddress: '127.0.0.1' } },
     services: { frontend, history: await service(), matching: await service(), worker: await service() },
@@ -168,7 +171,7 @@ async function prepareNamespace(address: string, options: TemporalClusterOptions
  */
 export async function startTemporalCluster(tool: ResolvedTemporalServer, options: TemporalClusterOptions): Promise<RunningTemporalCluster> {
   mkdirSync(options.dir, { recursive: true });
-  await migrate(tool, options.postgres);
+  await migrate(tool, options.postgres, options.databases ?? DATABASES);
   const dynamicConfigFile = path.join(options.dir, 'dynamic-config.yaml');
   writeFileSync(dynamicConfigFile, stringify(Object.fromEntries(Object.entries(options.dynamicConfig).map(([key, value]) => [key, [{ value }]]))));
   const { config, frontendPort } = await configOf(options, dynamicConfigFile);

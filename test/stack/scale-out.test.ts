@@ -1,7 +1,16 @@
 import type { ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client } from 'pg';
 import { startSimStack, type SimStack } from '../../src/sim/stack';
 import { createTestDatabase, type TestDatabase } from '../harness/database';
 import { partEnv, startPart, stopPart } from '../harness/parts';
+import { readHarnessState } from '../harness/state';
+import { startTemporalCluster } from '../../src/stack/temporal-cluster';
+import { loadTemporalDevConfig } from '../../src/stack/temporal-dev';
+import { resolveTemporalServer } from '../../src/stack/tools';
 
 const KEY = 'k_scale_out_alice';
 const OPERATOR_KEY = 'k_scale_out_operator';
@@ -14,24 +23,86 @@ interface JobView {
   effects?: Array<{ name: string; status: string }>;
 }
 
+/** The Temporal a suite runs on: its address and namespace, and how to stop it when the suite made it. */
+interface TemporalUnderTest {
+  address: string;
+  namespace: string;
+  stop?(): Promise<void>;
+}
+
 /**
  * The scaling story: two API processes and two workers on one Temporal
  * namespace and one PostgreSQL database. Clients send each intent to both
  * APIs; one API and one worker are killed while jobs are in flight. One job
- * per key, one message per job.
+ * per key, one message per job. On the harness's dev server, and on
+ * Temporal's own server with PostgreSQL persistence and several history
+ * shards (a production-shaped Temporal) when one is built here.
  */
 describe('two APIs and two workers on one stack', () => {
+  scaleOut(async () => {
+    const state = readHarnessState();
+    return { address: state.temporalAddress, namespace: state.temporalNamespace };
+  });
+});
+
+const cluster = resolveTemporalServer({ build: false });
+
+describe("two APIs and two workers on Temporal's own server with PostgreSQL persistence and 4 history shards", () => {
+  scaleOut(async () => {
+    const tool = await cluster;
+    if (!tool) throw new Error('no Temporal server here: `npm run tools -- ensure --temporal-server` builds it (CI does)');
+    // Its databases on the harness's PostgreSQL, beside the ledger's, under names of their own.
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'onceflow-cluster-'));
+    const admin = new URL(readHarnessState().adminDatabaseUrl);
+    const suffix = randomUUID().slice(0, 8);
+    const server = await startTemporalCluster(tool, {
+      dir,
+      postgres: { host: admin.hostname, port: Number(admin.port), user: decodeURIComponent(admin.username), password: decodeURIComponent(admin.password) },
+      databases: { store: `temporal_${suffix}`, visibility: `temporal_visibility_${suffix}` },
+      namespace: 'onceflow-cluster-test',
+      shards: 4,
+      searchAttributes: loadTemporalDevConfig().searchAttributes,
+      dynamicConfig: { 'system.forceSearchAttributesCacheRefreshOnRead': true },
+      log: () => undefined,
+    });
+    return {
+      address: server.address,
+      namespace: server.namespace,
+      async stop() {
+        await server.stop();
+        rmSync(dir, { recursive: true, force: true });
+        const pg = new Client({ connectionString: readHarnessState().adminDatabaseUrl });
+        await pg.connect();
+        for (const database of [`temporal_${suffix}`, `temporal_visibility_${suffix}`]) await pg.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+        await pg.end();
+      },
+    };
+  }, () => cluster.then((tool) => tool !== undefined));
+});
+
+function scaleOut(startTemporal: () => Promise<TemporalUnderTest>, available: () => Promise<boolean> = async () => true): void {
+  let temporal: TemporalUnderTest | undefined;
   let db: TestDatabase;
   let sims: SimStack;
   const parts: ChildProcess[] = [];
   const apiUrls: string[] = [];
   let env: NodeJS.ProcessEnv;
 
+  let skipped = false;
+
   beforeAll(async () => {
+    if (!(await available())) {
+      skipped = true;
+      process.stderr.write('scale-out: no Temporal server is built here, so the production-shaped run is skipped (`npm run tools -- ensure --temporal-server` builds it)\n');
+      return;
+    }
+    temporal = await startTemporal();
     db = await createTestDatabase({ migrate: false });
     sims = await startSimStack();
     env = {
       ...partEnv({ databaseUrl: db.url, sims, name: 'scale-out', aliceKey: KEY }),
+      TEMPORAL_ADDRESS: temporal.address,
+      TEMPORAL_NAMESPACE: temporal.namespace,
       ONCEFLOW_OPERATOR_KEYS: OPERATOR_KEY,
       ONCEFLOW_RATE_LIMIT_PER_MINUTE: '100000',
       ONCEFLOW_ATTEMPT_TIMEOUT_MS: '3000',
@@ -50,9 +121,11 @@ describe('two APIs and two workers on one stack', () => {
   }, 180_000);
 
   afterAll(async () => {
+    if (skipped) return;
     await Promise.all(parts.map((proc) => stopPart(proc, 'SIGKILL')));
-    await sims.close();
-    await db.drop();
+    await sims?.close();
+    await db?.drop();
+    await temporal?.stop?.();
   });
 
   /**
@@ -102,6 +175,7 @@ describe('two APIs and two workers on one stack', () => {
   }
 
   it('keeps one job per key and one message per job while an API and a worker are killed', async () => {
+    if (skipped) return;
     // Arrange: intents whose provider answers slowly enough for the kills to land mid-flight.
     const intents = Array.from({ length: 24 }, (_, i) => ({ key: `scale-${i}`, ticketId: `SO-${i}`, message: `Where is order ${i}? @sim(sim-primary:delay=${200 + (i % 4) * 150})` }));
 
@@ -134,4 +208,4 @@ describe('two APIs and two workers on one stack', () => {
       expect(mine[0]!.messageId).toBe(answers[2 * i]!.result!.messageId);
     }
   }, 150_000);
-});
+}
