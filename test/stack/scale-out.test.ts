@@ -27,6 +27,8 @@ interface JobView {
 interface TemporalUnderTest {
   address: string;
   namespace: string;
+  /** How many workflow executions its own store holds, when the suite can look (its PostgreSQL). */
+  executions?(): Promise<number>;
   stop?(): Promise<void>;
 }
 
@@ -65,9 +67,20 @@ describe("two APIs and two workers on Temporal's own server with PostgreSQL pers
       dynamicConfig: { 'system.forceSearchAttributesCacheRefreshOnRead': true },
       log: () => undefined,
     });
+    const store = new URL(readHarnessState().adminDatabaseUrl);
+    store.pathname = `/temporal_${suffix}`;
     return {
       address: server.address,
       namespace: server.namespace,
+      async executions() {
+        const pg = new Client({ connectionString: store.toString() });
+        await pg.connect();
+        try {
+          return (await pg.query<{ n: number }>('SELECT count(*)::int AS n FROM executions')).rows[0]!.n;
+        } finally {
+          await pg.end();
+        }
+      },
       async stop() {
         await server.stop();
         rmSync(dir, { recursive: true, force: true });
@@ -197,6 +210,8 @@ function scaleOut(startTemporal: () => Promise<TemporalUnderTest>, available: ()
     const { rows } = await db.pool.query<{ idempotency_key: string; jobs: number }>(`SELECT idempotency_key, count(*)::int AS jobs FROM jobs GROUP BY idempotency_key`);
     expect(rows).toHaveLength(intents.length);
     expect(rows.every((row) => row.jobs === 1)).toBe(true);
+    // The jobs' workflows ran on this Temporal: its own store holds one execution per job at least.
+    if (temporal?.executions) expect(await temporal.executions()).toBeGreaterThanOrEqual(intents.length);
     const deliveries = sims.downstream.deliveries();
     for (let i = 0; i < intents.length; i++) {
       const mine = deliveries.filter((d) => d.ticketId === intents[i]!.ticketId);
