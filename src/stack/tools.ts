@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { accessSync, constants, cpSync, existsSync, readdirSync, renameSync } from 'node:fs';
+import { accessSync, chmodSync, constants, cpSync, existsSync, readdirSync, renameSync } from 'node:fs';
 import path from 'node:path';
 import { projectRoot, toolsDir } from '../paths';
 
@@ -62,6 +62,16 @@ function fromEnv(variable: string, env: NodeJS.ProcessEnv): ResolvedTool | undef
     throw new ToolError(`${variable}=${explicit} is not an executable file; fix the path or unset ${variable}`);
   }
   return { path: explicit, source: 'env' };
+}
+
+/** Makes a folder and everything in it writable by its owner. */
+function writable(dir: string): void {
+  chmodSync(dir, 0o755);
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const file = path.join(dir, entry.name);
+    if (entry.isDirectory()) writable(file);
+    else chmodSync(file, 0o644);
+  }
 }
 
 /** A command's standard output, trimmed. */
@@ -206,7 +216,10 @@ export async function resolveTemporalServer(opts: ResolveOptions): Promise<Resol
   renameSync(path.join(bin, 'sql'), path.join(bin, 'temporal-sql-tool'));
   // The schemas are files of the module, not of the binaries: kept beside them.
   const modCache = await output(go, ['env', 'GOMODCACHE'], goEnv);
-  cpSync(path.join(modCache, `${TEMPORAL_SERVER_MODULE}@${TEMPORAL_SERVER_VERSION}`, 'schema', 'postgresql'), path.join(serverCache, 'schema', 'postgresql'), { recursive: true });
+  const schemas = path.join(serverCache, 'schema', 'postgresql');
+  cpSync(path.join(modCache, `${TEMPORAL_SERVER_MODULE}@${TEMPORAL_SERVER_VERSION}`, 'schema', 'postgresql'), schemas, { recursive: true });
+  // The module cache is read-only; the copy need not be (so `rm -rf .tools` works for anyone).
+  writable(schemas);
   const built = cachedServer();
   if (!built) throw new ToolError(`go install finished but ${serverCache} lacks the server, the SQL tool or the schemas`);
   return { ...built, source: 'built' };
