@@ -15,6 +15,7 @@ import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
 import { stringify } from 'yaml';
+import { ownProcess } from './owned-process';
 import { waitForPort } from './temporal-dev';
 import type { ResolvedTemporalServer } from './tools';
 
@@ -178,35 +179,16 @@ export async function startTemporalCluster(tool: ResolvedTemporalServer, options
   const configFile = path.join(options.dir, 'temporal-server.yaml');
   writeFileSync(configFile, stringify(config));
   const child = spawn(tool.server, ['--config-file', configFile, '--allow-no-auth', 'start'], { stdio: ['ignore', 'pipe', 'pipe'], cwd: options.dir });
-  let exited = false;
-  let output = '';
-  const collect = (chunk: Buffer): void => {
-    output = (output + chunk.toString()).slice(-8000);
-  };
-  child.stdout?.on('data', collect);
-  child.stderr?.on('data', collect);
-  child.on('exit', () => (exited = true));
-  const onExit = (): void => {
-    if (!exited) child.kill('SIGTERM');
-  };
-  process.on('exit', onExit);
-  const stop = (): Promise<void> =>
-    new Promise((resolve) => {
-      process.removeListener('exit', onExit);
-      if (exited) return resolve();
-      child.once('exit', () => resolve());
-      child.kill('SIGTERM');
-      setTimeout(() => !exited && child.kill('SIGKILL'), 15_000).unref();
-    });
+  const owned = ownProcess(child, { keep: 8000, killAfterMs: 15_000 });
   const address = `127.0.0.1:${frontendPort}`;
   try {
-    await waitForPort('127.0.0.1', frontendPort, 90_000, () => !exited);
-    await prepareNamespace(address, options, () => !exited);
+    await waitForPort('127.0.0.1', frontendPort, 90_000, () => !owned.exited());
+    await prepareNamespace(address, options, () => !owned.exited());
   } catch (err) {
-    await stop();
-    options.log(output.trim());
+    await owned.stop();
+    options.log(owned.output().trim());
     throw new Error(`the Temporal server did not start: ${(err as Error).message}`);
   }
   options.log(`Temporal server ${address} (namespace ${options.namespace}, ${options.shards} history shards, PostgreSQL persistence)`);
-  return { address, namespace: options.namespace, process: child, output: () => output, stop };
+  return { address, namespace: options.namespace, process: child, output: owned.output, stop: owned.stop };
 }

@@ -4,6 +4,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { projectRoot } from '../paths';
+import { ownProcess } from './owned-process';
 
 /** temporal-dev.yaml, parsed and checked. */
 export interface TemporalDevConfig {
@@ -168,39 +169,17 @@ export async function startDevServer(
   if (config.ui) await assertPortFree(config.ip, config.uiPort, 'set TEMPORAL_UI_PORT or uiPort in temporal-dev.yaml');
   if (config.dbFilename) mkdirSync(path.dirname(config.dbFilename), { recursive: true });
   const child = spawn(cliPath, devServerArgs(config), { stdio: ['ignore', 'pipe', 'pipe'], detached: options.ownProcessGroup === true });
-  let exited = false;
-  let output = '';
-  const collect = (chunk: Buffer): void => {
-    output = (output + chunk.toString()).slice(-4000);
-  };
-  child.stdout?.on('data', collect);
-  child.stderr?.on('data', collect);
-  child.on('exit', () => {
-    exited = true;
+  const owned = ownProcess(child, {
+    keep: 4000,
+    killAfterMs: 10_000,
+    onAlreadyExited: () => log(`the Temporal dev server had already exited (${child.signalCode ?? `code ${child.exitCode}`}) before its turn to stop`),
   });
-  // If this process ends without stop() (a crash, process.exit elsewhere), the
-  // server is stopped with it rather than left running without its owner.
-  const onExit = (): void => {
-    if (!exited) child.kill('SIGTERM');
-  };
-  process.on('exit', onExit);
-  const stop = (): Promise<void> =>
-    new Promise((resolve) => {
-      process.removeListener('exit', onExit);
-      if (exited) {
-        log(`the Temporal dev server had already exited (${child.signalCode ?? `code ${child.exitCode}`}) before its turn to stop`);
-        return resolve();
-      }
-      child.once('exit', () => resolve());
-      child.kill('SIGTERM');
-      setTimeout(() => !exited && child.kill('SIGKILL'), 10_000).unref();
-    });
   try {
-    await waitForPort(config.ip, config.port, 60_000, () => !exited);
-    if (config.ui) await waitForPort(config.ip, config.uiPort, 30_000, () => !exited);
+    await waitForPort(config.ip, config.port, 60_000, () => !owned.exited());
+    if (config.ui) await waitForPort(config.ip, config.uiPort, 30_000, () => !owned.exited());
   } catch (err) {
-    await stop();
-    log(output.trim());
+    await owned.stop();
+    log(owned.output().trim());
     throw new Error(`Temporal dev server did not start: ${(err as Error).message}`);
   }
   return {
@@ -208,8 +187,8 @@ export async function startDevServer(
     namespace: config.namespace,
     uiUrl: config.ui ? `http://${config.ip}:${config.uiPort}` : undefined,
     process: child,
-    output: () => output,
-    stop,
+    output: owned.output,
+    stop: owned.stop,
   };
 }
 
