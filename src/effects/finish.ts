@@ -48,7 +48,24 @@ export async function finishJobLocked(tx: PoolClient, jobId: string, operations:
   if (!names.every((name) => byName.get(name)?.status === 'succeeded')) return { outcome: 'open' };
   const output = known ? known.output : await getJobOutput(tx, jobId);
   const receipts = Object.fromEntries(names.map((name) => [name, byName.get(name)?.receipt ?? {}]));
-  const result = operation?.finalize ? operation.finalize(output as never, receipts) : output;
-  const ended = await settleJob(tx, jobId, result);
+  const ended = await settleJob(tx, jobId, resultOf(operation, output, receipts));
   return ended ? { outcome: 'succeeded', ended } : { outcome: 'open' };
+}
+
+/** A job's result: what its operation's finalize makes of the output and the receipts, or the output itself. */
+function resultOf(operation: Pick<RegisteredOperation, 'finalize'> | undefined, output: unknown, receipts: Record<string, Record<string, unknown>>): unknown {
+  return operation?.finalize ? operation.finalize(output as never, receipts) : output;
+}
+
+/**
+ * The result a job ends with when the effect its caller has just settled is
+ * its operation's only one and succeeded: known without reading the ledger,
+ * so the settlement and the job's terminal write are one call
+ * (settleEffectAndJob). Undefined otherwise (finishJobLocked decides).
+ */
+export function resultOnSettlement(operations: FinishingOperations, known: KnownJob): { result: unknown } | undefined {
+  const operation = operations.get(known.operation);
+  const settled = known.settled;
+  if (settled?.status !== 'succeeded' || operation?.effects?.length !== 1 || operation.effects[0] !== settled.name) return undefined;
+  return { result: resultOf(operation, known.output, { [settled.name]: settled.receipt ?? {} }) };
 }

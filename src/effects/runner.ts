@@ -11,6 +11,7 @@ import {
   noteLookup,
   noteLookupFailure,
   renewLease,
+  settleEffectAndJob,
   settleEffectLocked,
   takeOverEffect,
   type EffectRecord,
@@ -19,7 +20,7 @@ import { getJob, getJobInput, getJobOutput } from '../ledger/jobs';
 import { holdJobRow } from '../ledger/job-row';
 import type { Metrics } from '../metrics/metrics';
 import type { OperationRegistry } from '../operations/registry';
-import { finishJobLocked } from './finish';
+import { finishJobLocked, resultOnSettlement, type Finished } from './finish';
 import { afterJobBlocked, afterJobEnded } from '../canary/job-ended';
 import { appendEvent, JobEventType } from '../ledger/events';
 import { effectTrust } from './verify/trust';
@@ -166,11 +167,17 @@ export function createEffectRunner(deps: EffectRunnerDeps) {
    * are stored before anyone is told).
    */
   async function settle(effect: EffectRecord, owner: string, status: 'succeeded' | 'failed' | 'needs_review', fields: { receipt?: Record<string, unknown>; error?: Record<string, unknown> }, context?: EffectContext): Promise<EffectState> {
-    const finished = await inTransaction(db, async (tx) => {
-      await holdJobRow(tx, effect.jobId);
-      if (!(await settleEffectLocked(tx, { effectId: effect.id, owner, status, ...fields }))) return undefined;
-      return finishJobLocked(tx, effect.jobId, deps.operations, context ? { operation: context.operation, output: context.output, settled: { name: effect.name, status, ...fields } } : undefined);
-    });
+    const settlement = { effectId: effect.id, owner, status, ...fields };
+    const known = context ? { operation: context.operation, output: context.output, settled: { name: effect.name, status, ...fields } } : undefined;
+    // The operation's only effect, succeeded: the settlement and the job's terminal write are one call.
+    const ending = known ? resultOnSettlement(deps.operations, known) : undefined;
+    const finished = ending
+      ? await settleEffectAndJob(db, settlement, ending).then(({ settled, ended }): Finished | undefined => (settled ? { outcome: ended ? 'succeeded' : 'open', ...(ended ? { ended } : {}) } : undefined))
+      : await inTransaction(db, async (tx) => {
+          await holdJobRow(tx, effect.jobId);
+          if (!(await settleEffectLocked(tx, settlement))) return undefined;
+          return finishJobLocked(tx, effect.jobId, deps.operations, known);
+        });
     if (finished === undefined) return stateOf(effect.jobId, effect.name);
     if (status === 'needs_review') {
       metrics.effectsNeedsReview.inc({ effect: effect.name });

@@ -1,13 +1,12 @@
-import { createHash } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
 import { inTransaction } from '../db/pool';
-import { claimEffectLocked, type EffectRecord } from './effects';
+import { effectKey, toEffect, type EffectRecord, type EffectRow } from './effects';
 import { appendEvent, JobEventType } from './events';
-import { readJobEnded, type JobEnded } from './job-ended';
+import { toJobEnded, type JobEnded, type JobEndedRow } from './job-ended';
 import { DEADLINE_LEFT_MS, holdJobRow, lockJobRow } from './job-row';
 import type { Queryable } from './queryable';
 import { prepared } from '../db/prepared';
-import { NOTHING_SENT, recordUsageLocked, type AttemptUsage, type MeteredUsage } from './usage';
+import { NOTHING_SENT, recordUsageLocked, toMeteredUsage, usageArguments, type AttemptUsage, type MeteredUsage, type UsageRow } from './usage';
 
 /** An attempt's statuses, written once; the type derives from the values. */
 export const AttemptStatus = {
@@ -338,15 +337,50 @@ export interface CommitOptions {
  * commitAttemptResult for an attempt the caller has read, and, when it wins
  * a job with effects, the claim of the first effect in the same transaction
  * (invariant 7: the claim is the ledger's before anything is sent; only the
- * caller may perform it).
+ * caller may perform it). Inside a caller's transaction too (`db` a client).
+ * @throws Error when the attempt won the result slot while not live (the ledger is inconsistent; nothing is written).
  */
 export async function commitAndClaim(
-  db: Pool,
+  db: Queryable,
   attempt: Pick<AttemptRecord, 'id' | 'jobId' | 'jobVersion' | 'provider'>,
   output: unknown,
   opts: CommitOptions,
 ): Promise<CommitResult> {
-  return inTransaction(db, (tx) => commitAndClaimLocked(tx, attempt, output, opts));
+  // One call, which is its own transaction when `db` is the pool (ledger_commit_answer, migration 0023).
+  // Invariant 5: one winner, by compare-and-swap on the version the attempt
+  // opened with. A hedged job's attempts run side by side: each may win while
+  // it is live and the job is open. A miss records the race; an ended attempt
+  // keeps its status (invariant 12: an operator's resolution is never rewritten).
+  const outputText = JSON.stringify(output);
+  const { rows } = await db.query<{ outcome: CommitOutcome; usage: UsageRow | null; claimed: EffectRow | null; ended: JobEndedRow | null }>(
+    prepared(
+      `SELECT outcome, usage, claimed, ended FROM ledger_commit_answer($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`,
+      [
+        attempt.jobId,
+        attempt.id,
+        attempt.provider,
+        outputText,
+        attempt.jobVersion,
+        opts.hedged === true,
+        opts.terminal,
+        opts.terminal ? JSON.stringify(opts.result === undefined ? output : opts.result) : null,
+        new Date().toISOString(),
+        opts.usage !== undefined,
+        ...(opts.usage ? usageArguments(opts.usage) : [null, null, null, null, null, null, null, null, null]),
+        opts.claim?.name ?? null,
+        opts.claim ? effectKey(attempt.jobId, opts.claim.name) : null,
+        opts.claim?.owner ?? null,
+        opts.claim?.leaseMs ?? null,
+      ],
+    ),
+  );
+  const row = rows[0]!;
+  return {
+    outcome: row.outcome,
+    ...(row.usage ? { usageRecorded: toMeteredUsage(row.usage) } : {}),
+    ...(row.claimed ? { claimed: toEffect(row.claimed) } : {}),
+    ...(row.ended ? { ended: toJobEnded(row.ended) } : {}),
+  };
 }
 
 /** What came of an answer offered to the result slot; `ended`, when this commit was the job's terminal write. */
@@ -356,89 +390,6 @@ export interface CommitResult {
   usageRecorded?: MeteredUsage;
   /** The job's outcome as metrics count it, when this commit ended the job (an operation without effects). */
   ended?: JobEnded;
-}
-
-/** The compare-and-swap that lets an answer into the result slot; the condition of the slot comes after it. */
-const WIN_SET = `UPDATE jobs SET output = $3::jsonb, completed_by = $2, version = version + 1, updated_at = now(),
-            status = CASE WHEN $5::boolean THEN 'succeeded' ELSE 'running' END,
-            result = CASE WHEN $5::boolean THEN $6::jsonb ELSE NULL END,
-            terminal_at = CASE WHEN $5::boolean THEN now() ELSE NULL END
-     WHERE id = $1 AND completed_by IS NULL`;
-/**
- * Two texts, not one with a flag: PostgreSQL plans a statement whose flag
- * removes a subquery anew at every call (each custom plan is cheaper than
- * the generic one), and these are planned once per connection.
- */
-const WIN = `${WIN_SET} AND version = $4`;
-const WIN_HEDGED = `${WIN_SET}
-       AND (version = $4 OR (terminal_at IS NULL AND EXISTS (SELECT 1 FROM attempts WHERE id = $2 AND status IN ('running', 'unknown'))))`;
-
-/**
- * commitAndClaim inside the caller's transaction.
- * @throws Error when the attempt won the result slot while not live (the ledger is inconsistent).
- */
-export async function commitAndClaimLocked(
-  tx: PoolClient,
-  attempt: Pick<AttemptRecord, 'id' | 'jobId' | 'jobVersion' | 'provider'>,
-  output: unknown,
-  opts: CommitOptions,
-): Promise<CommitResult> {
-  // Invariant 5: one winner. Every change after which an attempt opened
-  // earlier must not win bumps the version (another result, this attempt
-  // failed or resolved, a cancellation, a terminal write), so this misses;
-  // `completed_by IS NULL` says the same of a winner, in so many words.
-  // A hedged job's attempts run side by side: each may win while it is live
-  // and the job is open (its own failure or resolution ends it; a cancellation
-  // or terminal write ends the job), whatever its siblings did meanwhile.
-  // The update locks the job row first, as every transition does.
-  const won = await tx.query(
-    prepared(opts.hedged === true ? WIN_HEDGED : WIN, [attempt.jobId, attempt.id, JSON.stringify(output), attempt.jobVersion, opts.terminal, opts.terminal ? JSON.stringify(opts.result === undefined ? output : opts.result) : null]),
-  );
-  if (won.rowCount === 1) {
-    const { rowCount } = await tx.query(
-      prepared(
-        `WITH won AS (
-         UPDATE attempts SET status = 'succeeded', ended_at = now() WHERE id = $1 AND status IN ('running', 'unknown') RETURNING id
-       )
-       INSERT INTO job_events (job_id, type, detail)
-       SELECT $2, kind.type, kind.detail FROM won, (VALUES
-         ('${JobEventType.attemptSucceeded}', jsonb_build_object('attemptId', $1::uuid, 'provider', $3::text), 1),
-         ('${JobEventType.succeeded}', jsonb_build_object('attemptId', $1::uuid), 2)) AS kind (type, detail, n)
-       WHERE kind.n = 1 OR $4::boolean
-       ORDER BY kind.n`,
-        [attempt.id, attempt.jobId, attempt.provider, opts.terminal],
-      ),
-    );
-    if (!rowCount) throw new Error(`attempt ${attempt.id} won the result slot while not live; the ledger is inconsistent`);
-    const usageRecorded = opts.usage ? await recordUsageLocked(tx, attempt.id, opts.usage) : undefined;
-    const claimed = opts.claim && !opts.terminal ? await claimEffectLocked(tx, { jobId: attempt.jobId, ...opts.claim }) : undefined;
-    // The terminal write's outcome, for its one caller to count and check (canary/job-ended.ts).
-    const ended = opts.terminal ? await readJobEnded(tx, attempt.jobId) : undefined;
-    return { outcome: 'succeeded', ...(usageRecorded ? { usageRecorded } : {}), ...(claimed ? { claimed } : {}), ...(ended ? { ended } : {}) };
-  }
-  const { rows } = await tx.query<{ completed_by: string | null; status: string }>('SELECT completed_by, status FROM jobs WHERE id = $1 FOR UPDATE', [attempt.jobId]);
-  // This attempt's own answer, offered again (by its call and by a reconciliation): it has won already.
-  if (rows[0]?.completed_by === attempt.id) return { outcome: 'succeeded' };
-  const outputSha256 = createHash('sha256').update(JSON.stringify(output) ?? '').digest('hex');
-  const { rows: current } = await tx.query<{ status: AttemptStatus }>('SELECT status FROM attempts WHERE id = $1', [attempt.id]);
-  const race = { discardedOutputSha256: outputSha256, statusWhenDiscarded: current[0]?.status, winner: rows[0]?.completed_by ?? null };
-  // Invariant 12: only a live attempt becomes discarded; an ended one (an
-  // operator's resolution among them) keeps its status, and the answer is evidence.
-  const { rowCount: discarded } = await tx.query(
-    `UPDATE attempts SET status = 'discarded', ended_at = COALESCE(ended_at, now()), evidence = COALESCE(evidence, '{}'::jsonb) || $2::jsonb
-     WHERE id = $1 AND status IN ('running', 'unknown')`,
-    [attempt.id, JSON.stringify(race)],
-  );
-  if (!discarded) {
-    await tx.query(`UPDATE attempts SET evidence = COALESCE(evidence, '{}'::jsonb) || $2::jsonb WHERE id = $1`, [
-      attempt.id,
-      JSON.stringify({ lateAnswer: { at: new Date().toISOString(), outputSha256, winner: race.winner } }),
-    ]);
-  }
-  // A discarded or late answer was paid for all the same: its usage is recorded (after settlement, as an adjustment).
-  const usageRecorded = opts.usage ? await recordUsageLocked(tx, attempt.id, opts.usage) : undefined;
-  await appendEvent(tx, attempt.jobId, JobEventType.raceLost, { attemptId: attempt.id, provider: attempt.provider, jobStatus: rows[0]?.status, ...race });
-  return { outcome: discarded ? 'discarded' : 'late', ...(usageRecorded ? { usageRecorded } : {}) };
 }
 
 /**

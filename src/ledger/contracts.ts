@@ -28,6 +28,9 @@ interface VerificationRow {
   evidence: Record<string, unknown>;
 }
 
+/** The columns of VerificationRow, named: a prepared statement's result may not change when a newer migration adds a column. */
+const VERIFICATION_COLUMNS = 'operation, schema_version, template_hash, provider, model, verified_at, passed, samples, evidence';
+
 const toRecord = (row: VerificationRow): VerificationRecord => ({
   operation: row.operation,
   schemaVersion: row.schema_version,
@@ -60,11 +63,14 @@ export async function latestVerification(db: Queryable, key: Pick<ContractKey, '
 
 /** The newest verification for exactly this schema version and template hash. */
 export async function currentVerification(db: Queryable, key: ContractKey): Promise<VerificationRecord | undefined> {
+  // Every attempt's opening reads it (eligibility): prepared, with its columns named.
   const { rows } = await db.query<VerificationRow>(
-    `SELECT * FROM provider_contracts
+    prepared(
+      `SELECT ${VERIFICATION_COLUMNS} FROM provider_contracts
      WHERE operation = $1 AND provider = $2 AND model = $3 AND schema_version = $4 AND template_hash = $5
      ORDER BY verified_at DESC, id DESC LIMIT 1`,
-    [key.operation, key.provider, key.model, key.schemaVersion, key.templateHash],
+      [key.operation, key.provider, key.model, key.schemaVersion, key.templateHash],
+    ),
   );
   return rows[0] ? toRecord(rows[0]) : undefined;
 }

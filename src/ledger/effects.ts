@@ -4,6 +4,7 @@ import { appendEvent, JobEventType } from './events';
 import { holdJobRow } from './job-row';
 import { prepared } from '../db/prepared';
 import type { Queryable } from './queryable';
+import { toJobEnded, type JobEnded, type JobEndedRow } from './job-ended';
 
 /** An effect's statuses, written once; the type derives from the values. */
 export const EffectStatus = {
@@ -47,7 +48,7 @@ export interface EffectRecord {
   resolution: Record<string, unknown> | null;
 }
 
-interface EffectRow {
+export interface EffectRow {
   id: string;
   job_id: string;
   name: string;
@@ -57,8 +58,8 @@ interface EffectRow {
   tries: number;
   lookup_failures: number;
   lease_owner: string | null;
-  lease_expires_at: Date | null;
-  lease_remaining_ms: string | null;
+  lease_expires_at: Date | string | null;
+  lease_remaining_ms: string | number | null;
   owners: number;
   receipt: Record<string, unknown> | null;
   error: Record<string, unknown> | null;
@@ -69,8 +70,10 @@ interface EffectRow {
 // Lease arithmetic uses the database's clock only, so workers' clocks never disagree about it.
 const COLUMNS = `id, job_id, name, effect_key, status, phase, tries, lookup_failures, lease_owner, lease_expires_at, owners, receipt, error, resolution,
   GREATEST(0, floor(extract(epoch FROM (lease_expires_at - now())) * 1000))::bigint AS lease_remaining_ms`;
+/** The same columns as ledger_claim_effect (migration 0023) returns them. */
+const COLUMN_NAMES = 'id, job_id, name, effect_key, status, phase, tries, lookup_failures, lease_owner, lease_expires_at, owners, receipt, error, resolution, lease_remaining_ms';
 
-function toEffect(row: EffectRow): EffectRecord {
+export function toEffect(row: EffectRow): EffectRecord {
   return {
     id: row.id,
     jobId: row.job_id,
@@ -81,7 +84,8 @@ function toEffect(row: EffectRow): EffectRecord {
     tries: row.tries,
     lookupFailures: row.lookup_failures,
     leaseOwner: row.lease_owner,
-    leaseExpiresAt: row.lease_expires_at,
+    // A Date from a column; text from a row the ledger returned as JSON.
+    leaseExpiresAt: row.lease_expires_at === null ? null : new Date(row.lease_expires_at),
     leaseRemainingMs: Number(row.lease_remaining_ms ?? 0),
     owners: row.owners,
     receipt: row.receipt,
@@ -131,22 +135,10 @@ export async function claimEffect(db: Pool, claim: { jobId: string; name: string
  * @returns the claimed effect, or undefined when someone else holds it.
  */
 export async function claimEffectLocked(tx: PoolClient, claim: { jobId: string; name: string; owner: string; leaseMs: number }): Promise<EffectRecord | undefined> {
-  // Invariant 7: claim before effect. ON CONFLICT DO NOTHING RETURNING tells
-  // exactly one caller that it won; only that caller may perform the effect.
+  // Invariant 7: claim before effect. The insert's conflict tells exactly one
+  // caller that it won; only that caller may perform the effect (ledger_claim_effect, migration 0023).
   const { rows } = await tx.query<EffectRow>(
-    prepared(
-      `WITH claimed AS (
-       INSERT INTO effects (job_id, name, effect_key, lease_owner, lease_expires_at)
-       VALUES ($1, $2, $3, $4, now() + $5 * interval '1 millisecond')
-       ON CONFLICT (job_id, name) DO NOTHING
-       RETURNING ${COLUMNS}
-     ), noted AS (
-       INSERT INTO job_events (job_id, type, detail)
-       SELECT job_id, '${JobEventType.effectClaimed}', jsonb_build_object('name', name, 'owner', lease_owner) FROM claimed
-     )
-     SELECT * FROM claimed`,
-      [claim.jobId, claim.name, effectKey(claim.jobId, claim.name), claim.owner, claim.leaseMs],
-    ),
+    prepared(`SELECT ${COLUMN_NAMES} FROM ledger_claim_effect($1, $2, $3, $4, $5)`, [claim.jobId, claim.name, effectKey(claim.jobId, claim.name), claim.owner, claim.leaseMs]),
   );
   return rows[0] ? toEffect(rows[0]) : undefined;
 }
@@ -323,29 +315,33 @@ export async function settleEffect(db: Pool, settlement: Settlement): Promise<bo
  * (lockJobOfEffect): record.write commits its row together with this.
  */
 export async function settleEffectLocked(db: PoolClient, settlement: Settlement): Promise<boolean> {
-  // Only the current lease holder settles; a former owner's late write is
-  // refused. The event is written by the same statement.
-  const { rowCount } = await db.query(
-    prepared(
-      `WITH settled AS (
-       UPDATE effects SET status = $3, receipt = $4, error = $5, settled_at = now(), updated_at = now(),
-              lease_owner = NULL, lease_expires_at = NULL
-       WHERE id = $1 AND status = 'pending' AND lease_owner = $2
-       RETURNING job_id, name
-     )
-     INSERT INTO job_events (job_id, type, detail)
-     SELECT job_id, $6, jsonb_strip_nulls(jsonb_build_object('name', name, 'status', $3::text, 'receipt', $4::jsonb, 'error', $5::jsonb)) FROM settled`,
-      [
-        settlement.effectId,
-        settlement.owner,
-        settlement.status,
-        settlement.receipt ? JSON.stringify(settlement.receipt) : null,
-        settlement.error ? JSON.stringify(settlement.error) : null,
-        settlement.status === 'needs_review' ? JobEventType.effectNeedsReview : JobEventType.effectSettled,
-      ],
-    ),
+  return (await settleEffectAndJob(db, settlement)).settled;
+}
+
+/**
+ * The terminal write of an effect, by its lease holder only, in one call
+ * that is its own transaction when `db` is the pool (ledger_settle_effect,
+ * migration 0023): the job row is locked first, and a former owner's late
+ * write is refused. With `finish`, the caller knows that this settlement
+ * ends the job (its operation's only effect, succeeded): the job's terminal
+ * write with `finish.result` goes with it.
+ * @returns settled: false when the caller no longer holds the lease (nothing
+ * written); ended: the job's outcome when this ended it.
+ */
+export async function settleEffectAndJob(db: Queryable, settlement: Settlement, finish?: { result: unknown }): Promise<{ settled: boolean; ended?: JobEnded }> {
+  const { rows } = await db.query<{ settled: boolean; ended: JobEndedRow | null }>(
+    prepared('SELECT settled, ended FROM ledger_settle_effect($1, $2, $3, $4, $5, $6, $7)', [
+      settlement.effectId,
+      settlement.owner,
+      settlement.status,
+      settlement.receipt ? JSON.stringify(settlement.receipt) : null,
+      settlement.error ? JSON.stringify(settlement.error) : null,
+      finish !== undefined,
+      finish ? JSON.stringify(finish.result) : null,
+    ]),
   );
-  return rowCount === 1;
+  const row = rows[0]!;
+  return { settled: row.settled, ...(row.ended ? { ended: toJobEnded(row.ended) } : {}) };
 }
 
 export class EffectNotFoundError extends Error {

@@ -1,5 +1,4 @@
 import { prepared } from '../db/prepared';
-import { JobEventType } from './events';
 import type { Queryable } from './queryable';
 
 /** What a terminal job is counted under: its status and the harms it had on the way. */
@@ -12,11 +11,8 @@ export interface JobEnded {
   withEffectsInReview: boolean;
 }
 
-/** A terminal job's outcome as columns of its jobs row `j` (the harms read from its child tables). */
-export const JOB_ENDED_COLUMNS = `j.operation, j.route_version, j.status,
-       EXISTS (SELECT 1 FROM job_events e WHERE e.job_id = j.id AND e.type = '${JobEventType.attemptUnknown}') AS with_unknowns,
-       EXISTS (SELECT 1 FROM attempts a WHERE a.job_id = j.id AND a.error_class = 'contract_violation') AS with_contract_violations,
-       EXISTS (SELECT 1 FROM job_events e WHERE e.job_id = j.id AND e.type = '${JobEventType.effectNeedsReview}') AS with_effects_in_review`;
+/** The columns of ledger_job_ended (migration 0023): a terminal job's outcome, with the harms read from its child tables. */
+export const JOB_ENDED_COLUMNS = 'operation, route_version, status, with_unknowns, with_contract_violations, with_effects_in_review';
 
 export interface JobEndedRow {
   operation: string;
@@ -40,6 +36,6 @@ export function toJobEnded(row: JobEndedRow): JobEnded {
 
 /** A terminal job's outcome as the ledger has it, or undefined while the job is open (or gone). */
 export async function readJobEnded(db: Queryable, jobId: string): Promise<JobEnded | undefined> {
-  const { rows } = await db.query<JobEndedRow>(prepared(`SELECT ${JOB_ENDED_COLUMNS} FROM jobs j WHERE j.id = $1 AND j.terminal_at IS NOT NULL`, [jobId]));
+  const { rows } = await db.query<JobEndedRow>(prepared(`SELECT ${JOB_ENDED_COLUMNS} FROM ledger_job_ended($1)`, [jobId]));
   return rows[0] ? toJobEnded(rows[0]) : undefined;
 }

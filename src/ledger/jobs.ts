@@ -300,20 +300,8 @@ export async function getJobOutput(db: Queryable, id: string): Promise<unknown> 
  * was already terminal or has no winner.
  */
 export async function settleJob(db: Queryable, jobId: string, result: unknown): Promise<JobEnded | undefined> {
-  // Only a job with a winner and not yet terminal; the event goes with it, and its outcome comes back, in one statement.
-  const { rows } = await db.query<JobEndedRow>(
-    prepared(
-      `WITH done AS (
-       UPDATE jobs SET status = 'succeeded', result = $2, version = version + 1, terminal_at = now(), updated_at = now()
-       WHERE id = $1 AND terminal_at IS NULL AND completed_by IS NOT NULL
-       RETURNING id, operation, route_version, status
-     ), event AS (
-       INSERT INTO job_events (job_id, type, detail) SELECT id, '${JobEventType.succeeded}', '{}'::jsonb FROM done
-     )
-     SELECT ${JOB_ENDED_COLUMNS} FROM done j`,
-      [jobId, JSON.stringify(result)],
-    ),
-  );
+  // Only a job with a winner and not yet terminal; the event goes with it, and its outcome comes back, in one call (migration 0023).
+  const { rows } = await db.query<JobEndedRow>(prepared(`SELECT ${JOB_ENDED_COLUMNS} FROM ledger_finish_job($1, $2)`, [jobId, JSON.stringify(result)]));
   return rows[0] ? toJobEnded(rows[0]) : undefined;
 }
 

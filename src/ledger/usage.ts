@@ -39,31 +39,37 @@ export interface MeteredUsage {
  * @returns what this call recorded, or undefined when it recorded nothing.
  */
 export async function recordUsageLocked(tx: Queryable, attemptId: string, usage: AttemptUsage): Promise<MeteredUsage | undefined> {
-  const price = usage.price;
-  // Invariant 13: usage is written once; nothing sent costs exactly 0, in any currency.
-  const { rows } = await tx.query<{ input_tokens: string; output_tokens: string; cost: string | null; cost_currency: string | null }>(
-    prepared(
-      `UPDATE attempts SET usage_reported = true, input_tokens = $2, output_tokens = $3, cached_tokens = $4, model_used = $5,
-            provider_request_id = $6, latency_ms = $7, cost_currency = $10,
-            cost = CASE WHEN $2::bigint = 0 AND $3::bigint = 0 THEN 0
-                        WHEN $8::numeric IS NULL OR $9::numeric IS NULL THEN NULL
-                        ELSE trim_scale(($2::bigint * $8::numeric + $3::bigint * $9::numeric) / 1000000) END
-     WHERE id = $1 AND NOT usage_reported
-     RETURNING input_tokens, output_tokens, cost::text AS cost, cost_currency`,
-      [
-        attemptId,
-        usage.inputTokens,
-        usage.outputTokens,
-        usage.cachedTokens ?? null,
-        usage.model ?? null,
-        usage.providerRequestId ?? null,
-        usage.latencyMs === undefined ? null : Math.round(usage.latencyMs),
-        price?.inputPerMillion ?? null,
-        price?.outputPerMillion ?? null,
-        price?.currency ?? null,
-      ],
-    ),
+  // Invariant 13: usage is written once; nothing sent costs exactly 0, in any currency (ledger_record_usage, migration 0023).
+  const { rows } = await tx.query<UsageRow>(
+    prepared('SELECT input_tokens, output_tokens, cost, cost_currency FROM ledger_record_usage($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)', [attemptId, ...usageArguments(usage)]),
   );
-  const row = rows[0];
-  return row ? { inputTokens: Number(row.input_tokens), outputTokens: Number(row.output_tokens), cost: row.cost, currency: row.cost_currency } : undefined;
+  return rows[0] ? toMeteredUsage(rows[0]) : undefined;
+}
+
+/** What ledger_record_usage returns (the ledger's commit of an answer returns it as a JSON object of the same names). */
+export interface UsageRow {
+  input_tokens: string | number;
+  output_tokens: string | number;
+  cost: string | null;
+  cost_currency: string | null;
+}
+
+export function toMeteredUsage(row: UsageRow): MeteredUsage {
+  return { inputTokens: Number(row.input_tokens), outputTokens: Number(row.output_tokens), cost: row.cost, currency: row.cost_currency };
+}
+
+/** An attempt's usage as ledger_record_usage's arguments after the attempt's id, in their order. */
+export function usageArguments(usage: AttemptUsage): unknown[] {
+  const price = usage.price;
+  return [
+    usage.inputTokens,
+    usage.outputTokens,
+    usage.cachedTokens ?? null,
+    usage.model ?? null,
+    usage.providerRequestId ?? null,
+    usage.latencyMs === undefined ? null : Math.round(usage.latencyMs),
+    price?.inputPerMillion ?? null,
+    price?.outputPerMillion ?? null,
+    price?.currency ?? null,
+  ];
 }

@@ -1,23 +1,21 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
 import { checkout, WARM_CONNECTIONS } from '../db/pool';
-import { finishJobLocked, type FinishingOperations } from '../effects/finish';
-import { commitAndClaimLocked, getAttempt, listAttempts, markAttemptRunning, openAttemptLocked } from '../ledger/attempts';
-import { runtimeRecord } from '../ledger/contracts';
-import { beginEffectTry, settleEffectLocked } from '../ledger/effects';
+import { commitAndClaim, getAttempt, listAttempts, markAttemptRunning, openAttemptLocked } from '../ledger/attempts';
+import { currentVerification, runtimeRecord } from '../ledger/contracts';
+import { beginEffectTry, settleEffectAndJob } from '../ledger/effects';
 import { loadJobDetailsById, loadJobDetailsByScope } from '../ledger/job-details';
-import { holdJobRow, lockJobRow } from '../ledger/job-row';
+import { lockJobRow } from '../ledger/job-row';
 import { admitJob, getJob } from '../ledger/jobs';
 import { readJobEnded } from '../ledger/job-ended';
 
 /** The operation, provider, model and effect a rehearsal names: none of them is configured anywhere. */
 const REHEARSAL = 'onceflow.rehearsal';
-const OPERATIONS: FinishingOperations = new Map([[REHEARSAL, { effects: [REHEARSAL] }]]);
 
 /**
  * Takes one database connection through the statements of a job's happy
  * path, as the API and the worker run them (admission and the waiter's
- * reads; the provider's run-time record; the attempt opened, sent and won
+ * reads; the provider's run-time record and verification; the attempt opened, sent and won
  * with its usage and the effect's claim; the effect's try and settlement;
  * the terminal write with its settlement; the outcome read), on a job of its
  * own, in a transaction that is rolled back. What stays is what the first
@@ -39,12 +37,13 @@ export async function rehearseJob(client: PoolClient): Promise<void> {
     await lockJobRow(client, job.id, { withInput: true });
     const known = await listAttempts(client, job.id);
     await runtimeRecord(client, { operation: REHEARSAL, provider: REHEARSAL, model: REHEARSAL }, 1);
+    await currentVerification(client, { operation: REHEARSAL, provider: REHEARSAL, model: REHEARSAL, schemaVersion: 1, templateHash: REHEARSAL });
     const opened = await openAttemptLocked(client, { jobId: job.id, attemptId: randomUUID(), provider: REHEARSAL, model: REHEARSAL, operation: REHEARSAL, known });
     if (opened.kind !== 'opened') throw new Error(`the rehearsal job's attempt was not opened (${opened.kind})`);
     const attempt = opened.attempt;
     await markAttemptRunning(client, attempt.id);
     const output = { rehearsal: true };
-    const won = await commitAndClaimLocked(client, attempt, output, {
+    const won = await commitAndClaim(client, attempt, output, {
       terminal: false,
       claim: { name: REHEARSAL, owner: REHEARSAL, leaseMs: 60_000 },
       usage: { inputTokens: 1, outputTokens: 1, model: REHEARSAL, latencyMs: 0 },
@@ -52,12 +51,10 @@ export async function rehearseJob(client: PoolClient): Promise<void> {
     if (!won.claimed) throw new Error('the rehearsal job was not won with its effect claimed');
     await getAttempt(client, attempt.id);
     await beginEffectTry(client, won.claimed.id, REHEARSAL);
-    await holdJobRow(client, job.id);
-    const settled = { name: REHEARSAL, status: 'succeeded' as const, receipt: {} };
-    await settleEffectLocked(client, { effectId: won.claimed.id, owner: REHEARSAL, status: settled.status, receipt: settled.receipt });
     // The job's settlement is written at COMMIT (a deferred trigger); here, with the terminal write.
     await client.query('SET CONSTRAINTS jobs_settle_on_terminal IMMEDIATE');
-    if ((await finishJobLocked(client, job.id, OPERATIONS, { operation: REHEARSAL, output, settled })).outcome !== 'succeeded') throw new Error('the rehearsal job did not end');
+    const { ended } = await settleEffectAndJob(client, { effectId: won.claimed.id, owner: REHEARSAL, status: 'succeeded', receipt: {} }, { result: output });
+    if (ended?.status !== 'succeeded') throw new Error('the rehearsal job did not end');
     await readJobEnded(client, job.id);
     await loadJobDetailsById(client, job.id);
   } finally {

@@ -27,29 +27,73 @@ interface Ran {
   text: string;
   name?: string;
   values: unknown[];
+  /** Which pooled client ran it (a transaction is one client's statements from BEGIN to COMMIT). */
+  client: number;
 }
 
 /** A statement as a failure shows it: its first 80 characters, on one line. */
 const shown = (statement: Ran): string => statement.text.replace(/\s+/g, ' ').slice(0, 80);
 
 /** Records every statement `client` is asked to run into `ran`, while `recording()` says so. */
+let clients = 0;
 function recordStatements(client: PoolClient, ran: Ran[], recording: () => boolean): void {
   const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  const id = ++clients;
   (client as { query: unknown }).query = (first: unknown, ...rest: unknown[]) => {
     if (!recording()) return query(first, ...rest);
-    if (typeof first === 'string') ran.push({ text: first, values: Array.isArray(rest[0]) ? rest[0] : [] });
+    if (typeof first === 'string') ran.push({ text: first, values: Array.isArray(rest[0]) ? rest[0] : [], client: id });
     else if (first && typeof first === 'object' && 'text' in first) {
       const config = first as QueryConfig;
-      ran.push({ text: config.text, ...(config.name ? { name: config.name } : {}), values: config.values ?? [] });
+      ran.push({ text: config.text, ...(config.name ? { name: config.name } : {}), values: config.values ?? [], client: id });
     }
     return query(first, ...rest);
   };
+}
+
+/** Whether the statement shown as `text` ran between a BEGIN and its COMMIT of its client. */
+function insideTransaction(trips: Ran[], text: string): boolean {
+  const at = trips.findIndex((statement) => shown(statement) === text);
+  const mine = trips.slice(0, at).filter((statement) => statement.client === trips[at]!.client).map((statement) => statement.text.trim());
+  return mine.lastIndexOf('BEGIN') > Math.max(mine.lastIndexOf('COMMIT'), mine.lastIndexOf('ROLLBACK'));
+}
+
+/**
+ * A job's round trips and transactions among everything the pool ran: each
+ * of its statements outside a transaction is one round trip and one
+ * transaction; a transaction that ran one of its statements counts once,
+ * with every statement in it (BEGIN and COMMIT included) a round trip.
+ */
+function jobWork(ran: Ran[], ofJob: Set<Ran>): { roundTrips: Ran[]; transactions: number } {
+  const roundTrips: Ran[] = [];
+  let transactions = 0;
+  const open = new Map<number, Ran[]>();
+  for (const statement of ran) {
+    const text = statement.text.trim();
+    const block = open.get(statement.client);
+    if (text === 'BEGIN') open.set(statement.client, [statement]);
+    else if (block) {
+      block.push(statement);
+      if (text === 'COMMIT' || text === 'ROLLBACK') {
+        open.delete(statement.client);
+        if (block.some((inside) => ofJob.has(inside))) {
+          roundTrips.push(...block);
+          transactions++;
+        }
+      }
+    } else if (ofJob.has(statement)) {
+      roundTrips.push(statement);
+      transactions++;
+    }
+  }
+  return { roundTrips, transactions };
 }
 
 describe("a job's happy path", () => {
   let stack: TestStack;
   /** The statements that carried the job's key or ids (not a sweeper's or a canary's meanwhile), in the order they ran. */
   let ofThisJob: Ran[];
+  /** The job's round trips and transactions: its statements, with BEGIN and COMMIT around them, and the statements inside its transactions. */
+  let work: { roundTrips: Ran[]; transactions: number };
   beforeAll(async () => {
     stack = await startTestStack();
     // Every statement the shared pool runs while one job goes through is recorded (the API and the worker's activities use it).
@@ -71,17 +115,34 @@ describe("a job's happy path", () => {
     const { rows } = await stack.db.pool.query<{ id: string }>('SELECT id FROM attempts WHERE job_id = $1 UNION ALL SELECT id FROM effects WHERE job_id = $1', [job.id]);
     const ours = new Set<unknown>([key, job.id, ...rows.map((row) => row.id)]);
     ofThisJob = ran.filter((statement) => statement.values.some((value) => ours.has(value)));
+    work = jobWork(ran, new Set(ofThisJob));
   });
   afterAll(() => stack.close());
 
   it('runs only prepared statements, in the API and in the worker', () => {
-    expect(ofThisJob.length).toBeGreaterThanOrEqual(12);
+    expect(ofThisJob.length).toBeGreaterThanOrEqual(8);
     expect(ofThisJob.filter((statement) => statement.name === undefined).map((statement) => shown(statement))).toEqual([]);
+  });
+
+  it('costs the ledger one call to commit the answer with its first claim, and one to settle the effect with the terminal write', () => {
+    // Arrange: the job's round trips, as the shown statements, in order.
+    const trips = work.roundTrips.map((statement) => shown(statement));
+    const calls = (name: string) => work.roundTrips.filter((statement) => statement.text.includes(`FROM ${name}(`));
+
+    // Assert: each step is one statement of its own, outside any BEGIN (its own transaction).
+    expect(calls('ledger_commit_answer')).toHaveLength(1);
+    expect(calls('ledger_settle_effect')).toHaveLength(1);
+    expect(trips.filter((text) => /ledger_(commit_answer|settle_effect)\(/.test(text)).every((text) => !insideTransaction(work.roundTrips, text))).toBe(true);
+    // What the job costs now: admission and the answer's read 3; the attempt's opening 8 (BEGIN, the job, its attempts, the
+    // route version's steps on a worker's first job of it, the provider's record and verification, the insert, COMMIT) and
+    // its sending 1; the commit 1; the effect's try 1 and its settlement 1. No step grows back.
+    expect(trips.length).toBeLessThanOrEqual(15);
+    expect(work.transactions).toBeLessThanOrEqual(8);
   });
 
   it("meters the winner's usage from what its commit returned: no read of its attempt after the answer is committed", () => {
     // The compare-and-swap that lets the answer in (invariant 5), then everything the job ran after it.
-    const committed = ofThisJob.findIndex((statement) => /^UPDATE jobs SET output = /.test(statement.text.trim()));
+    const committed = ofThisJob.findIndex((statement) => /FROM ledger_commit_answer\(/.test(statement.text));
     expect(committed).toBeGreaterThan(0);
     const readsOfAnAttempt = ofThisJob.slice(committed).filter((statement) => /^SELECT\b[\s\S]*\bFROM attempts WHERE id = \$1\s*$/.test(statement.text.trim()));
     expect(readsOfAnAttempt.map((statement) => shown(statement))).toEqual([]);
@@ -93,7 +154,7 @@ describe("a job's happy path", () => {
   });
 
   it('counts its outcome from what its terminal write returned: no read of the ended job after it', () => {
-    const reads = ofThisJob.filter((statement) => statement.text === `SELECT ${JOB_ENDED_COLUMNS} FROM jobs j WHERE j.id = $1 AND j.terminal_at IS NOT NULL`);
+    const reads = ofThisJob.filter((statement) => statement.text === `SELECT ${JOB_ENDED_COLUMNS} FROM ledger_job_ended($1)`);
     expect(reads).toEqual([]);
   });
 
@@ -114,7 +175,7 @@ describe("a job's happy path", () => {
     // Assert: every statement of the job was executed eight times; none was planned anew each time.
     const ofTheJob = new Set(ofThisJob.map((statement) => statement.name!));
     const mine = plans.filter((plan) => ofTheJob.has(plan.name));
-    expect(mine.length).toBeGreaterThanOrEqual(12);
+    expect(mine.length).toBeGreaterThanOrEqual(8);
     const replanned = mine.filter((plan) => Number(plan.custom_plans) > 5).map((plan) => shown(ofThisJob.find((statement) => statement.name === plan.name)!));
     expect(replanned).toEqual([]);
   });
@@ -140,7 +201,7 @@ describe("a job's happy path", () => {
 
     // Assert: PostgreSQL planned none of them for this execution (it plans a statement's first five anew).
     const ofTheJob = ofThisJob.filter((statement) => after.has(statement.name!));
-    expect(ofTheJob.length).toBeGreaterThanOrEqual(12);
+    expect(ofTheJob.length).toBeGreaterThanOrEqual(8);
     const planned = ofTheJob.filter((statement) => after.get(statement.name!)! > (before.get(statement.name!) ?? 0)).map((statement) => shown(statement));
     expect(planned).toEqual([]);
   });
@@ -161,7 +222,7 @@ describe("a job's happy path", () => {
 
     // Assert: the connection holds every statement of the job, prepared, after the rehearsal's rollback.
     const missed = ofThisJob.filter((statement) => !preparedHere.has(statement.name!)).map((statement) => shown(statement));
-    expect(ofThisJob.length).toBeGreaterThanOrEqual(12);
+    expect(ofThisJob.length).toBeGreaterThanOrEqual(8);
     expect([...new Set(missed)]).toEqual([]);
   });
 });

@@ -21,19 +21,19 @@ export interface Guard {
 export const GUARDS: Guard[] = [
   {
     name: 'an ended attempt is never rewritten as discarded (an operator resolution stands)',
-    file: 'src/ledger/attempts.ts',
-    find: `evidence = COALESCE(evidence, '{}'::jsonb) || $2::jsonb
-     WHERE id = $1 AND status IN ('running', 'unknown')`,
-    replace: `evidence = COALESCE(evidence, '{}'::jsonb) || $2::jsonb
-     WHERE id = $1`,
+    file: 'migrations/0023_ledger_steps.sql',
+    find: `evidence = COALESCE(evidence, '{}'::jsonb) || race
+   WHERE id = p_attempt AND status IN ('running', 'unknown');`,
+    replace: `evidence = COALESCE(evidence, '{}'::jsonb) || race
+   WHERE id = p_attempt;`,
     tests: ['test/attempts/one-winner.test.ts', 'test/faults/attempt-races.test.ts'],
     testNamePattern: 'resolved out of band|resolution that lands',
   },
   {
     name: 'the result slot is a compare-and-swap on the version the attempt opened with',
-    file: 'src/ledger/attempts.ts',
-    find: 'const WIN = `${WIN_SET} AND version = $4`;',
-    replace: 'const WIN = `${WIN_SET}`;',
+    file: 'migrations/0023_ledger_steps.sql',
+    find: 'WHERE id = p_job AND completed_by IS NULL AND version = p_version;',
+    replace: 'WHERE id = p_job AND completed_by IS NULL;',
     tests: ['test/attempts/one-winner.test.ts'],
     testNamePattern: 'cancelled|even before another attempt opened',
   },
@@ -231,17 +231,17 @@ export const GUARDS: Guard[] = [
   },
   {
     name: 'a job is counted ended only once it is terminal',
-    file: 'src/ledger/job-ended.ts',
-    find: 'FROM jobs j WHERE j.id = $1 AND j.terminal_at IS NOT NULL`',
-    replace: 'FROM jobs j WHERE j.id = $1`',
+    file: 'migrations/0023_ledger_steps.sql',
+    find: 'FROM jobs j WHERE j.id = p_job AND j.terminal_at IS NOT NULL;',
+    replace: 'FROM jobs j WHERE j.id = p_job;',
     tests: ['test/metering/job-outcomes.test.ts'],
     testNamePattern: 'an open job not at all',
   },
   {
     name: "a hedged job's live attempt may still win after a sibling failed (and only while it is live and the job open)",
-    file: "src/ledger/attempts.ts",
-    find: "AND (version = $4 OR (terminal_at IS NULL AND EXISTS (SELECT 1 FROM attempts WHERE id = $2 AND status IN ('running', 'unknown'))))",
-    replace: "AND version = $4",
+    file: "migrations/0023_ledger_steps.sql",
+    find: "AND (version = p_version OR (terminal_at IS NULL AND EXISTS (SELECT 1 FROM attempts WHERE id = p_attempt AND status IN ('running', 'unknown'))));",
+    replace: "AND version = p_version;",
     tests: ["test/attempts/hedging.test.ts"],
     testNamePattern: "after a hedge failed",
   },
@@ -665,9 +665,11 @@ export const GUARDS: Guard[] = [
   },
   {
     name: "the terminal write returns the harms a job had, for its outcome's count",
-    file: 'src/ledger/jobs.ts',
-    find: 'SELECT ${JOB_ENDED_COLUMNS} FROM done j',
-    replace: 'SELECT j.operation, j.route_version, j.status, false AS with_unknowns, false AS with_contract_violations, false AS with_effects_in_review FROM done j',
+    file: 'migrations/0023_ledger_steps.sql',
+    find: `EXISTS (SELECT 1 FROM job_events e WHERE e.job_id = j.id AND e.type = 'attempt.unknown'),
+         EXISTS (SELECT 1 FROM attempts a WHERE a.job_id = j.id AND a.error_class = 'contract_violation'),
+         EXISTS (SELECT 1 FROM job_events e WHERE e.job_id = j.id AND e.type = 'effect.needs_review')`,
+    replace: 'false, false, false',
     tests: ['test/metering/job-outcomes.test.ts'],
   },
   {
@@ -1397,5 +1399,20 @@ export const GUARDS: Guard[] = [
     replace: 'if (onPath.server && onPath.sqlTool) return',
     tests: ['test/stack/temporal-server-tool.test.ts'],
     testNamePattern: 'whose schemas are not named',
+  },
+  {
+    name: "an effect that ends its job settles it in one call, outside any transaction of the application's",
+    file: 'src/effects/runner.ts',
+    find: 'const ending = known ? resultOnSettlement(deps.operations, known) : undefined;',
+    replace: 'const ending = undefined as { result: unknown } | undefined;',
+    tests: ['test/db/prepared.test.ts'],
+    testNamePattern: 'costs the ledger one call',
+  },
+  {
+    name: 'a late answer keeps the lost race in the ledger: a discarded attempt says what it lost to',
+    file: 'migrations/0023_ledger_steps.sql',
+    find: "race := jsonb_build_object('discardedOutputSha256', output_sha256, 'statusWhenDiscarded', attempt_status, 'winner', winner);",
+    replace: "race := '{}'::jsonb;",
+    tests: ['test/attempts/one-winner.test.ts'],
   },
 ];
