@@ -1415,4 +1415,20 @@ export const GUARDS: Guard[] = [
     replace: "race := '{}'::jsonb;",
     tests: ['test/attempts/one-winner.test.ts'],
   },
+  {
+    name: 'an attempt that wins the result slot while not live fails the whole commit (nothing is written)',
+    file: 'migrations/0023_ledger_steps.sql',
+    find: "    IF NOT FOUND THEN\n      RAISE EXCEPTION 'attempt % won the result slot while not live; the ledger is inconsistent', p_attempt;\n    END IF;\n",
+    replace: '',
+    tests: ['test/attempts/commit-answer.test.ts'],
+    testNamePattern: 'fails whole',
+  },
+  {
+    name: "a discarded answer's fingerprint is its text's SHA-256, as the caller sent it",
+    file: 'migrations/0023_ledger_steps.sql',
+    find: "encode(sha256(convert_to(COALESCE(p_output, ''), 'UTF8')), 'hex')",
+    replace: "encode(sha256(convert_to(COALESCE(p_output::jsonb::text, ''), 'UTF8')), 'hex')",
+    tests: ['test/attempts/commit-answer.test.ts'],
+    testNamePattern: 'fingerprint',
+  },
 ];
