@@ -99,3 +99,21 @@ export async function startSimStack(options: SimStackOptions = {}): Promise<SimS
     },
   };
 }
+
+/**
+ * startSimStack, kept clear of `reserved`: the ports the caller will listen
+ * on once the simulators run (the API's, the metrics'). A simulator given
+ * port 0 takes whatever free port the system hands out, which may be one of
+ * those while it is still free; then the simulators start again, up to five
+ * times. A port asked for by number is the caller's choice and stands.
+ */
+export async function startSimStackClearOf(options: SimStackOptions, reserved: ReadonlySet<number>, start: (options: SimStackOptions) => Promise<SimStack> = startSimStack): Promise<SimStack> {
+  const chosenBySystem = (asked: number | undefined, got: number): boolean => !asked && reserved.has(got);
+  for (let tries = 1; ; tries++) {
+    const sims = await start(options);
+    const clashes =
+      chosenBySystem(options.primaryPort, sims.primary.port) || chosenBySystem(options.backupPort, sims.backup.port) || chosenBySystem(options.downstreamPort, sims.downstream.port);
+    if (!clashes || tries >= 5) return sims;
+    await sims.close();
+  }
+}

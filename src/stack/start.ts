@@ -11,7 +11,8 @@ import path from 'node:path';
 import { loadConfig, parseApiKeys, type OnceflowConfig } from '../config';
 import { migrate } from '../db/migrate';
 import { assertReachable, createPool, poolSettings, redactUrl } from '../db/pool';
-import { SIM_PORT_ENV, SimPortInUseError, simStackOptionsFromEnv, startSimStack } from '../sim/main';
+import { SIM_PORT_ENV, SimPortInUseError, simStackOptionsFromEnv } from '../sim/main';
+import { startSimStackClearOf } from '../sim/stack';
 import { createMetrics } from '../metrics/metrics';
 import { runMain, throwIfInterrupted } from '../process/run-main';
 import { serveMetrics } from '../metrics/server';
@@ -138,7 +139,9 @@ async function start(stops: Stops, stopAll: () => Promise<void>, signal: AbortSi
     log(`Temporal dev server at ${server.address} (namespace ${server.namespace})${cli ? ` from ${cli.path}` : ' (downloaded by the SDK)'}`);
   }
 
-  const sims = await startSimStack(simStackOptionsFromEnv(env)).catch((err: unknown) =>
+  // The simulators start before the API and the worker's metrics listen: one given port 0 must not take theirs.
+  const portsOfThisStack = new Set([portFromEnv(env.ONCEFLOW_API_PORT, 3000), portFromEnv(env.ONCEFLOW_WORKER_METRICS_PORT, 9464)]);
+  const sims = await startSimStackClearOf(simStackOptionsFromEnv(env), portsOfThisStack).catch((err: unknown) =>
     Promise.reject(err instanceof SimPortInUseError ? new Error(`port ${err.port} on 127.0.0.1 is busy; set ${SIM_PORT_ENV[err.role].name}`) : err),
   );
   stops.push({ name: 'the simulators', stop: () => sims.close() });
@@ -218,4 +221,9 @@ async function verifyEntriesAtStart(api: RunningApi, log: { info: (line: string)
   } catch (err) {
     log.warn(`the entries could not be verified: ${(err as Error).message}`);
   }
+}
+
+/** A port the environment names, or its default (an unreadable value is the configuration's to refuse). */
+function portFromEnv(raw: string | undefined, defaultPort: number): number {
+  return raw === undefined || raw === '' ? defaultPort : Number(raw);
 }
