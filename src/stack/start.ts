@@ -140,7 +140,8 @@ async function start(stops: Stops, stopAll: () => Promise<void>, signal: AbortSi
   }
 
   // The simulators start before the API and the worker's metrics listen: one given port 0 must not take theirs.
-  const portsOfThisStack = new Set([portFromEnv(env.ONCEFLOW_API_PORT, 3000), portFromEnv(env.ONCEFLOW_WORKER_METRICS_PORT, 9464)]);
+  const ours = loadConfig(env);
+  const portsOfThisStack = new Set([ours.api.port, ours.workerMetricsPort]);
   const sims = await startSimStackClearOf(simStackOptionsFromEnv(env), portsOfThisStack).catch((err: unknown) =>
     Promise.reject(err instanceof SimPortInUseError ? new Error(`port ${err.port} on 127.0.0.1 is busy; set ${SIM_PORT_ENV[err.role].name}`) : err),
   );
@@ -224,6 +225,3 @@ async function verifyEntriesAtStart(api: RunningApi, log: { info: (line: string)
 }
 
 /** A port the environment names, or its default (an unreadable value is the configuration's to refuse). */
-function portFromEnv(raw: string | undefined, defaultPort: number): number {
-  return raw === undefined || raw === '' ? defaultPort : Number(raw);
-}
