@@ -69,3 +69,13 @@ export function resultOnSettlement(operations: FinishingOperations, known: Known
   if (settled?.status !== 'succeeded' || operation?.effects?.length !== 1 || operation.effects[0] !== settled.name) return undefined;
   return { result: resultOf(operation, known.output, { [settled.name]: settled.receipt ?? {} }) };
 }
+
+/**
+ * What a settlement made by one call (settleEffectAndJob) finished: undefined
+ * when the effect was not settled (its lease was no longer the caller's),
+ * the job's end when the same call wrote its terminal write, open otherwise.
+ */
+export function finishedBySettlement(answer: { settled: boolean; ended?: JobEnded }): Finished | undefined {
+  if (!answer.settled) return undefined;
+  return answer.ended ? { outcome: 'succeeded', ended: answer.ended } : { outcome: 'open' };
+}

@@ -17,10 +17,9 @@ import {
   type EffectRecord,
 } from '../ledger/effects';
 import { getJob, getJobInput, getJobOutput } from '../ledger/jobs';
-import { holdJobRow } from '../ledger/job-row';
 import type { Metrics } from '../metrics/metrics';
 import type { OperationRegistry } from '../operations/registry';
-import { finishJobLocked, resultOnSettlement, type Finished } from './finish';
+import { finishedBySettlement, finishJobLocked, resultOnSettlement } from './finish';
 import { afterJobBlocked, afterJobEnded } from '../canary/job-ended';
 import { appendEvent, JobEventType } from '../ledger/events';
 import { effectTrust } from './verify/trust';
@@ -172,9 +171,9 @@ export function createEffectRunner(deps: EffectRunnerDeps) {
     // The operation's only effect, succeeded: the settlement and the job's terminal write are one call.
     const ending = known ? resultOnSettlement(deps.operations, known) : undefined;
     const finished = ending
-      ? await settleEffectAndJob(db, settlement, ending).then(({ settled, ended }): Finished | undefined => (settled ? { outcome: ended ? 'succeeded' : 'open', ...(ended ? { ended } : {}) } : undefined))
+      ? finishedBySettlement(await settleEffectAndJob(db, settlement, ending))
       : await inTransaction(db, async (tx) => {
-          await holdJobRow(tx, effect.jobId);
+          // The settlement's call locks the job row first; the row stays held for the terminal write.
           if (!(await settleEffectLocked(tx, settlement))) return undefined;
           return finishJobLocked(tx, effect.jobId, deps.operations, known);
         });

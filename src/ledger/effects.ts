@@ -304,10 +304,8 @@ export interface Settlement {
  * @returns false when the caller no longer holds the lease (nothing written).
  */
 export async function settleEffect(db: Pool, settlement: Settlement): Promise<boolean> {
-  return inTransaction(db, async (tx) => {
-    await lockJobOfEffect(tx, settlement.effectId);
-    return settleEffectLocked(tx, settlement);
-  });
+  // One call, its own transaction; it locks the job row first.
+  return (await settleEffectAndJob(db, settlement)).settled;
 }
 
 /**
