@@ -309,8 +309,10 @@ export async function settleEffect(db: Pool, settlement: Settlement): Promise<bo
 }
 
 /**
- * settleEffect inside the caller's transaction, which must hold the job row
- * (lockJobOfEffect): record.write commits its row together with this.
+ * settleEffect inside the caller's transaction. The call locks the job row
+ * first (ledger_settle_effect), or finds it already held by the caller; the
+ * row stays held until the caller commits, so a terminal write after it, or
+ * record.write's row before it, commits together with this.
  */
 export async function settleEffectLocked(db: PoolClient, settlement: Settlement): Promise<boolean> {
   return (await settleEffectAndJob(db, settlement)).settled;

@@ -223,5 +223,3 @@ async function verifyEntriesAtStart(api: RunningApi, log: { info: (line: string)
     log.warn(`the entries could not be verified: ${(err as Error).message}`);
   }
 }
-
-/** A port the environment names, or its default (an unreadable value is the configuration's to refuse). */
