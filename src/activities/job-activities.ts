@@ -158,7 +158,9 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
       return { kind: 'effects', names: (operation?.effects ?? []).filter((name) => !settled.has(name)) };
     }
 
-    let attempts = await listAttempts(tx, job.id);
+    // A job still accepted on its first run has no attempt: its first one moves it out of accepted in the statement that
+    // inserts it (openAttemptLocked), and only a reopening makes a job accepted again, on its next run.
+    let attempts = job.status === JobStatus.accepted && job.run === 1 ? [] : await listAttempts(tx, job.id);
     // One live attempt at most (lane 0), or one per lane for a job that hedges.
     const lives = attempts.filter((attempt) => LIVE_ATTEMPT_STATUSES.includes(attempt.status));
     const mine = lives.find((attempt) => attempt.status === AttemptStatus.starting && attempt.id === request.attemptId);

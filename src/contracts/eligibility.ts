@@ -1,5 +1,5 @@
 import type { OperationDefinition } from '../operations/operation';
-import { currentVerification, latestVerification, runtimeRecord } from '../ledger/contracts';
+import { latestVerification, providerStanding } from '../ledger/contracts';
 import type { Queryable } from '../ledger/queryable';
 import type { RouteStep } from '../temporal/contract';
 import { templateHash } from './prompt';
@@ -35,10 +35,10 @@ export async function eligibility(
   endpoint?: string,
 ): Promise<Eligibility> {
   const key = { operation: operation.name, schemaVersion: operation.schemaVersion, templateHash: templateHash(operation), provider: step.provider, model: step.model };
-  const runtime = await runtimeRecord(db, key, settings.demotion.window);
+  // The run-time record and the current verification, in one read.
+  const { runtime, current } = await providerStanding(db, key, settings.demotion.window);
   const rate = runtime.ended > 0 ? runtime.violations / runtime.ended : 0;
   const demoted = runtime.ended >= settings.demotion.minSamples && rate >= settings.demotion.threshold;
-  const current = await currentVerification(db, key);
   // A primary needs no verification (it is held to run-time validation), but one whose current verification
   // failed is evidence against it: it takes no attempt until verified again, as a demoted one.
   if (role === 'primary' && !demoted) {

@@ -61,20 +61,6 @@ export async function latestVerification(db: Queryable, key: Pick<ContractKey, '
   return rows[0] ? toRecord(rows[0]) : undefined;
 }
 
-/** The newest verification for exactly this schema version and template hash. */
-export async function currentVerification(db: Queryable, key: ContractKey): Promise<VerificationRecord | undefined> {
-  // Every attempt's opening reads it (eligibility): prepared, with its columns named.
-  const { rows } = await db.query<VerificationRow>(
-    prepared(
-      `SELECT ${VERIFICATION_COLUMNS} FROM provider_contracts
-     WHERE operation = $1 AND provider = $2 AND model = $3 AND schema_version = $4 AND template_hash = $5
-     ORDER BY verified_at DESC, id DESC LIMIT 1`,
-      [key.operation, key.provider, key.model, key.schemaVersion, key.templateHash],
-    ),
-  );
-  return rows[0] ? toRecord(rows[0]) : undefined;
-}
-
 export interface RuntimeRecord {
   /** Ended attempts looked at (newest first, up to the window). */
   ended: number;
@@ -95,9 +81,36 @@ export const RUNTIME_RECORD_SQL = `SELECT count(*) AS ended,
        ORDER BY a.ended_at DESC LIMIT $4
      ) recent`;
 
-/** How a provider and model have kept the contract at run time lately. */
-export async function runtimeRecord(db: Queryable, key: Pick<ContractKey, 'operation' | 'provider' | 'model'>, window: number): Promise<RuntimeRecord> {
-  const { rows } = await db.query<{ ended: string; violations: string; last_violation_at: Date | null }>(prepared(RUNTIME_RECORD_SQL, [key.operation, key.provider, key.model, window]));
+/** What eligibility weighs of one provider and model for an operation: its run-time record and its current verification. */
+export interface ProviderStanding {
+  runtime: RuntimeRecord;
+  /** The newest verification for exactly the operation's schema version and template hash, if any. */
+  current?: VerificationRecord;
+}
+
+/**
+ * The standing's statement: the run-time record (RUNTIME_RECORD_SQL, $1–$4)
+ * beside the newest verification for the schema version ($5) and template
+ * hash ($6), with its columns named; no verification leaves them NULL.
+ */
+const STANDING_SQL = `SELECT record.ended, record.violations, record.last_violation_at, ${VERIFICATION_COLUMNS.split(', ').map((column) => `verification.${column}`).join(', ')}
+     FROM (${RUNTIME_RECORD_SQL}) record
+     LEFT JOIN LATERAL (
+       SELECT ${VERIFICATION_COLUMNS} FROM provider_contracts
+       WHERE operation = $1 AND provider = $2 AND model = $3 AND schema_version = $5 AND template_hash = $6
+       ORDER BY verified_at DESC, id DESC LIMIT 1
+     ) verification ON true`;
+
+/**
+ * How a provider and model have kept the contract at run time lately (over
+ * the newest `window` ended attempts), and its current verification: one
+ * prepared statement, as every attempt's opening reads it (eligibility).
+ */
+export async function providerStanding(db: Queryable, key: ContractKey, window: number): Promise<ProviderStanding> {
+  // Without a verification, its columns are NULL (verified_at is NOT NULL in a row of provider_contracts).
+  type Row = { ended: string; violations: string; last_violation_at: Date | null } & { [column in keyof VerificationRow]: VerificationRow[column] | null };
+  const { rows } = await db.query<Row>(prepared(STANDING_SQL, [key.operation, key.provider, key.model, window, key.schemaVersion, key.templateHash]));
   const row = rows[0]!;
-  return { ended: Number(row.ended), violations: Number(row.violations), lastViolationAt: row.last_violation_at };
+  const runtime = { ended: Number(row.ended), violations: Number(row.violations), lastViolationAt: row.last_violation_at };
+  return row.verified_at === null ? { runtime } : { runtime, current: toRecord(row as VerificationRow) };
 }

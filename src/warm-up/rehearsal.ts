@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
 import { checkout, WARM_CONNECTIONS } from '../db/pool';
 import { commitAndClaim, getAttempt, listAttempts, markAttemptRunning, openAttemptLocked } from '../ledger/attempts';
-import { currentVerification, runtimeRecord } from '../ledger/contracts';
+import { providerStanding } from '../ledger/contracts';
 import { beginEffectTry, settleEffectAndJob } from '../ledger/effects';
 import { loadJobDetailsById, loadJobDetailsByScope } from '../ledger/job-details';
 import { lockJobRow } from '../ledger/job-row';
@@ -15,7 +15,7 @@ const REHEARSAL = 'onceflow.rehearsal';
 /**
  * Takes one database connection through the statements of a job's happy
  * path, as the API and the worker run them (admission and the waiter's
- * reads; the provider's run-time record and verification; the attempt opened, sent and won
+ * reads; the provider's standing (run-time record and verification); the attempt opened, sent and won
  * with its usage and the effect's claim; the effect's try and settlement;
  * the terminal write with its settlement; the outcome read), on a job of its
  * own, in a transaction that is rolled back. What stays is what the first
@@ -36,8 +36,7 @@ export async function rehearseJob(client: PoolClient): Promise<void> {
     await getJob(client, job.id);
     await lockJobRow(client, job.id, { withInput: true });
     const known = await listAttempts(client, job.id);
-    await runtimeRecord(client, { operation: REHEARSAL, provider: REHEARSAL, model: REHEARSAL }, 1);
-    await currentVerification(client, { operation: REHEARSAL, provider: REHEARSAL, model: REHEARSAL, schemaVersion: 1, templateHash: REHEARSAL });
+    await providerStanding(client, { operation: REHEARSAL, provider: REHEARSAL, model: REHEARSAL, schemaVersion: 1, templateHash: REHEARSAL }, 1);
     const opened = await openAttemptLocked(client, { jobId: job.id, attemptId: randomUUID(), provider: REHEARSAL, model: REHEARSAL, operation: REHEARSAL, known });
     if (opened.kind !== 'opened') throw new Error(`the rehearsal job's attempt was not opened (${opened.kind})`);
     const attempt = opened.attempt;

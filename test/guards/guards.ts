@@ -1438,4 +1438,18 @@ export const GUARDS: Guard[] = [
     replace: '    return sims;\n',
     tests: ['test/sim/sim-stack-clear-of.test.ts'],
   },
+  {
+    name: "a reopened job's first step still reads its earlier run's attempts: a provider's Retry-After from that run holds",
+    file: 'src/activities/job-activities.ts',
+    find: 'job.status === JobStatus.accepted && job.run === 1 ? [] :',
+    replace: 'job.status === JobStatus.accepted ? [] :',
+    tests: ['test/jobs/reopen-backoff.test.ts'],
+  },
+  {
+    name: "a provider's standing reads its current verification: a fallback verified for this schema and template is eligible",
+    file: 'src/ledger/contracts.ts',
+    find: "  return row.verified_at === null ? { runtime } : { runtime, current: toRecord(row as VerificationRow) };\n",
+    replace: '  return { runtime };\n',
+    tests: ['test/contracts/failover-gate.test.ts'],
+  },
 ];
