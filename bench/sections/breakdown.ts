@@ -5,7 +5,7 @@ import { Client } from 'pg';
 import { startEmbeddedPostgres } from '../../src/stack/postgres';
 import { freePort } from '../../src/stack/temporal-dev';
 import { readStat, TICKS_PER_SECOND } from '../cpu';
-import { runJobs, startOnceflow } from '../e2e';
+import { runJobs, startFloor, startOnceflow } from '../e2e';
 import type { Infra } from '../infra';
 import { fixed, type ResultRow } from '../stats';
 
@@ -23,16 +23,66 @@ function threadCpuMs(pid: number): Map<number, { name: string; ms: number }> {
   return threads;
 }
 
-/** A process's CPU since `before`, by group: its main thread, the SDK's Rust core (tokio), and its other threads. */
-function byThreadGroup(pid: number, before: Map<number, { name: string; ms: number }>): { main: number; core: number; others: number } {
-  const groups = { main: 0, core: 0, others: 0 };
+/**
+ * A process's CPU since `before`, by group: its main thread, the SDK's Rust
+ * core (tokio), and its other threads (also by thread name); `exited` is what
+ * threads that ended meanwhile spent (the process's total less its live threads').
+ */
+function byThreadGroup(pid: number, before: Map<number, { name: string; ms: number }>, totalBeforeMs: number): { main: number; core: number; others: number; byName: Map<string, number[]>; exited: number } {
+  const groups = { main: 0, core: 0, others: 0, byName: new Map<string, number[]>(), exited: 0 };
+  let live = 0;
   for (const [tid, { name, ms }] of threadCpuMs(pid)) {
     const spent = ms - (before.get(tid)?.ms ?? 0);
+    live += spent;
     if (tid === pid) groups.main += spent;
     else if (name.startsWith('tokio')) groups.core += spent;
-    else groups.others += spent;
+    else {
+      groups.others += spent;
+      groups.byName.set(name, [...(groups.byName.get(name) ?? []), spent]);
+    }
   }
+  groups.exited = Math.max(0, processCpuMs(pid) - totalBeforeMs - live);
   return groups;
+}
+
+/** A process's CPU so far, in ms, its ended threads' included. */
+function processCpuMs(pid: number): number {
+  const stat = readStat(`/proc/${pid}/stat`);
+  return (stat.ownTicks / TICKS_PER_SECOND) * 1000;
+}
+
+type ThreadGroups = ReturnType<typeof byThreadGroup>;
+
+/** The other threads' CPU per job by thread name (the busiest first, each thread of a name apart), and the ended threads'. */
+function threadsByName(groups: ThreadGroups, jobs: number): string {
+  const perJob = (ms: number) => fixed(ms / jobs, 2);
+  return [...groups.byName]
+    .map(([name, each]) => ({ name, each: each.sort((x, y) => y - x), total: each.reduce((sum, ms) => sum + ms, 0) }))
+    .sort((x, y) => y.total - x.total)
+    .slice(0, 4)
+    .map(({ name, each, total }) => `${name} ${perJob(total)}${each.length > 1 ? ` (${each.length} threads: ${each.slice(0, 3).map(perJob).join(', ')}${each.length > 3 ? ', …' : ''})` : ''}`)
+    .concat(`threads ended meanwhile ${perJob(groups.exited)}`)
+    .join(', ');
+}
+
+/** The floor's one process (its API and worker together), measured as the worker is: the same jobs, at concurrency 16. */
+async function floorThreads(infra: Infra, jobs: number): Promise<ResultRow[]> {
+  const floor = await startFloor(infra);
+  try {
+    await runJobs(floor, infra, { jobs: 40, concurrency: 4, ticketPrefix: 'breakdown-floor-warm' });
+    const pid = floor.pids()[0]!;
+    const before = threadCpuMs(pid);
+    const totalBefore = processCpuMs(pid);
+    await runJobs(floor, infra, { jobs, concurrency: 16, ticketPrefix: 'breakdown-floor' });
+    const groups = byThreadGroup(pid, before, totalBefore);
+    const perJob = (ms: number) => fixed(ms / jobs, 2);
+    return [
+      { section: 'breakdown', measure: 'the floor (API and worker in one): main thread / Rust core / other threads (ms/job)', value: `${perJob(groups.main)} / ${perJob(groups.core)} / ${perJob(groups.others)}` },
+      { section: 'breakdown', measure: 'the floor: other threads by name (ms/job)', value: threadsByName(groups, jobs) },
+    ];
+  } finally {
+    await floor.stop();
+  }
 }
 
 /**
@@ -77,10 +127,12 @@ export async function breakdownSection(infra: Infra, opts: { jobs: number }, log
       const worker = system.services.worker.proc.pid!;
       const apiBefore = threadCpuMs(api);
       const workerBefore = threadCpuMs(worker);
+      const apiTotalBefore = processCpuMs(api);
+      const workerTotalBefore = processCpuMs(worker);
       const run = await runJobs(system, measured, { jobs: opts.jobs, concurrency: 16, ticketPrefix: 'breakdown' });
       const perJob = (ms: number) => fixed(ms / opts.jobs, 2);
-      const a = byThreadGroup(api, apiBefore);
-      const w = byThreadGroup(worker, workerBefore);
+      const a = byThreadGroup(api, apiBefore, apiTotalBefore);
+      const w = byThreadGroup(worker, workerBefore, workerTotalBefore);
       const { rows: statements } = await db.query<{ calls: string; plans: string; exec: number; plan: number; query: string }>(
         `SELECT calls, plans, total_exec_time AS exec, total_plan_time AS plan, regexp_replace(query, '\\s+', ' ', 'g') AS query
          FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat%' ORDER BY total_exec_time + total_plan_time DESC LIMIT 24`,
@@ -94,6 +146,7 @@ export async function breakdownSection(infra: Infra, opts: { jobs: number }, log
         { section: 'breakdown', measure: 'CPU/job c16 (ms; app+pg+temporal)', value: `${fixed(run.cpuPerJob.total)} (${fixed(run.cpuPerJob.app)}+${fixed(run.cpuPerJob.postgres)}+${fixed(run.cpuPerJob.temporal)})` },
         { section: 'breakdown', measure: 'API: main thread / other threads (ms/job)', value: `${perJob(a.main)} / ${perJob(a.others + a.core)}` },
         { section: 'breakdown', measure: 'worker: main thread / Rust core / other threads (ms/job)', value: `${perJob(w.main)} / ${perJob(w.core)} / ${perJob(w.others)}` },
+        { section: 'breakdown', measure: "worker: other threads by name (ms/job)", value: threadsByName(w, opts.jobs) },
         { section: 'breakdown', measure: 'PostgreSQL round trips per job', value: fixed(Number(t.calls) / opts.jobs), target: '<= 8', ok: Number(t.calls) / opts.jobs <= 8 },
         { section: 'breakdown', measure: 'PostgreSQL transactions per job', value: fixed(Number(database[0]!.xact_commit) / opts.jobs), target: '<= 4', ok: Number(database[0]!.xact_commit) / opts.jobs <= 4 },
         {
@@ -107,9 +160,12 @@ export async function breakdownSection(infra: Infra, opts: { jobs: number }, log
           value: `${fixed(Number(s.calls) / opts.jobs, 2)}/job, ${perJob(s.exec)} ms + ${perJob(s.plan)} ms planning (${fixed(Number(s.plans) / opts.jobs, 2)} plans/job)`,
         })),
       ];
+      await db.end();
+      await system.stop();
+      rows.splice(4, 0, ...(await floorThreads(measured, opts.jobs)));
       return rows;
     } finally {
-      await db.end();
+      await db.end().catch(() => undefined);
       await system.stop();
     }
   } finally {
