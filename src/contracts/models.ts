@@ -64,8 +64,13 @@ export function warmUpTokenizers(models: string[]): void {
   for (const model of new Set(models)) countPromptTokens([{ role: 'user', content: 'Warm-up: 1 prompt, counted once.\n' }], profileOf(model).encoding);
 }
 
-/** Tokens of a chat prompt by the model's tokenizer, with the per-message framing chat formats add. */
+/**
+ * Tokens of a chat prompt by the model's tokenizer, with the per-message
+ * framing chat formats add. A message's text is counted as text: one that
+ * spells a special token (`<|endoftext|>`, from a customer) is the ordinary
+ * tokens the provider reads it as, never a special token, and never an error.
+ */
 export function countPromptTokens(messages: ChatMessage[], encoding: Encoding): number {
   const tokenizer = encoder(encoding);
-  return messages.reduce((sum, message) => sum + 4 + tokenizer.encode(message.content).length, 3);
+  return messages.reduce((sum, message) => sum + 4 + tokenizer.encode(message.content, [], []).length, 3);
 }

@@ -59,6 +59,18 @@ describe('the prompt render check', () => {
     expect(templateHash({ ...supportReply })).toBe(templateHash(supportReply));
   });
 
+  it.each(['sim-small', 'gpt-4o-mini'])("counts a customer message that spells a special token as text, for %s's tokenizer", (model) => {
+    // Arrange
+    const plain = checkRender(supportReply, model, { ...input, customerMessage: 'endoftext' });
+
+    // Act
+    const render = checkRender(supportReply, model, { ...input, customerMessage: '<|endoftext|> <|fim_prefix|>' });
+
+    // Assert: more tokens than the plain word (each special token's text is several ordinary ones), and it fits.
+    expect(render.ok).toBe(true);
+    expect(render.promptTokens).toBeGreaterThan(plain.promptTokens! + 2);
+  });
+
   it('keeps a customer message containing {{...}} as text', () => {
     const render = checkRender(supportReply, 'sim-small', { ...input, customerMessage: 'my code is {{ticketId}}' });
     expect(render.ok).toBe(true);

@@ -1452,4 +1452,12 @@ export const GUARDS: Guard[] = [
     replace: '  return { runtime };\n',
     tests: ['test/contracts/failover-gate.test.ts'],
   },
+  {
+    name: "a customer's text that spells a tokenizer's special token is counted as text, not refused (the job would never send)",
+    file: 'src/contracts/models.ts',
+    find: 'tokenizer.encode(message.content, [], [])',
+    replace: 'tokenizer.encode(message.content)',
+    tests: ['test/contracts/render-and-output.test.ts'],
+    testNamePattern: 'special token',
+  },
 ];
