@@ -12,9 +12,11 @@ import {
   takeLeftoverAttempts,
   markAttemptUnknownLocked,
   openAttemptLocked,
+  openFirstAttempt,
   type AttemptRecord,
 } from '../ledger/attempts';
-import { lockJobRow, type LockedJob } from '../ledger/job-row';
+import { lockJobRow, peekJobRow, type LockedJob } from '../ledger/job-row';
+import type { Queryable } from '../ledger/queryable';
 import { listEffects } from '../ledger/effects';
 import { appendEvent, JobEventType } from '../ledger/events';
 import { failJob, getJobInput, takeJobsToSweep } from '../ledger/jobs';
@@ -85,7 +87,7 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
    * never recorded. Versions never change, so their steps are kept once read.
    */
   const versionSteps = new Map<string, RouteStep[]>();
-  async function routeOfJob(tx: PoolClient, job: LockedJob): Promise<RouteStep[]> {
+  async function routeOfJob(tx: Queryable, job: LockedJob): Promise<RouteStep[]> {
     if (!job.routeVersion) return deps.routeFor(job.operation);
     const key = `${job.operation}\u0000${job.routeVersion}`;
     let steps = versionSteps.get(key);
@@ -228,6 +230,34 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
   }
 
   /**
+   * A new job's first attempt, the short way (the workflow says this is its
+   * run's first step): the job read without a lock, the standing of its
+   * route's primary, and one call that locks the job row, checks that the
+   * job is still as it was read (accepted on its first run, so without
+   * attempts; driven by this workflow; on the same route version; with time
+   * for an attempt) and opens the attempt. What advance() would do for such
+   * a job, in three round trips instead of five.
+   * @returns undefined when advance() must decide: any other job, a primary that may not take the attempt, or a job that changed meanwhile.
+   */
+  async function openFirst(request: { jobId: string; attemptId: string; workflowId: string }): Promise<Awaited<ReturnType<typeof advance>> | undefined> {
+    const job = await peekJobRow(db, request.jobId, { withInput: true });
+    // Any other job takes the long way at once (what else the decision read, the call below checks again).
+    if (!job?.input || job.status !== JobStatus.accepted || job.run !== 1) return undefined;
+    const operation = deps.operations.get(job.operation);
+    if (!operation) return undefined;
+    const minAttemptMs = operation.deadline?.minAttemptMs ?? DEFAULT_MIN_ATTEMPT_MS;
+    const step = (await routeOfJob(db, job))[0];
+    if (!step) return undefined;
+    const verdict = await eligibility(db, operation, step, 'primary', deps.gate, clock.now(), deps.providers.get(step.provider)?.baseUrl);
+    if (!verdict.eligible) return undefined;
+    const opened = await openFirstAttempt(db, { jobId: job.id, attemptId: request.attemptId, workflowId: request.workflowId, routeVersion: job.routeVersion, provider: step.provider, model: step.model, minAttemptMs });
+    if (!opened) return undefined;
+    metrics.attemptsStarted.inc({ operation: job.operation, provider: step.provider, kind: 'first' });
+    const { attempt, deadlineLeftMs } = opened;
+    return { kind: 'call', attemptId: attempt.id, provider: step.provider, model: step.model, seq: attempt.seq, deadlineLeftMs, toSend: { attempt, input: job.input, deadlineLeftMs } };
+  }
+
+  /**
    * A hedge: a new attempt of a read-only generation while others are
    * unknown, in a free lane, at the route's next eligible step — only within
    * the operation's budget (attempts in flight, time since this run's first
@@ -335,10 +365,13 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
      * this same execution (see callProvider): the answer is `called`, with
      * what came of it.
      */
-    async advanceJob(request: { jobId: string; attemptId: string; send?: boolean }): Promise<JobStep> {
+    async advanceJob(request: { jobId: string; attemptId: string; send?: boolean; first?: boolean }): Promise<JobStep> {
       const notes: { blocked?: boolean } = {};
-      const asked = { ...request, workflowId: callingWorkflowId() };
-      const { toSend, endedHere, deadlineLeftMs, ...action } = await inTransaction(db, (tx) => advance(tx, asked, notes));
+      const { first, ...rest } = request;
+      const asked = { ...rest, workflowId: callingWorkflowId() };
+      // The run's first step of a new job opens its attempt the short way when it can; the long way decides otherwise.
+      const short = first && asked.send && asked.workflowId !== undefined ? await openFirst({ ...asked, workflowId: asked.workflowId }) : undefined;
+      const { toSend, endedHere, deadlineLeftMs, ...action } = short ?? (await inTransaction(db, (tx) => advance(tx, asked, notes)));
       if (endedHere) await afterJobEnded(db, metrics, request.jobId);
       if (notes.blocked) await afterJobBlocked(db, request.jobId);
       // A call's timeouts are the attempt timeout, or the time left before the caller's deadline when that is shorter.

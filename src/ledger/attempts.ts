@@ -203,33 +203,10 @@ export async function openAttemptLocked(tx: PoolClient, opening: AttemptOpening 
     if (mine && mine.jobId !== opening.jobId) throw new Error(`attempt ${opening.attemptId} belongs to another job`);
     if (mine) return { kind: 'opened', attempt: mine };
   }
-  // Invariant 3: the partial unique index admits no second live attempt in a lane; the conflict opens nothing.
-  // The job's version is read inside this statement: the attempt may win only if nothing changes from here on (invariant 5).
+  // Invariant 3: the partial unique index admits no second live attempt in a lane; the conflict opens nothing (ledger_open_attempt, migration 0024).
   const lane = opening.lane ?? 0;
   const { rows } = await tx.query<AttemptRow>(
-    prepared(
-      `WITH opened AS (
-       INSERT INTO attempts (id, job_id, operation, seq, provider, model, job_version, lane)
-       VALUES (COALESCE($1::uuid, gen_random_uuid()), $2, $3, (SELECT COALESCE(max(seq), 0) + 1 FROM attempts WHERE job_id = $2), $4, $5,
-               (SELECT version FROM jobs WHERE id = $2), $6)
-       ON CONFLICT (job_id, lane) WHERE status IN ('starting', 'running', 'unknown') DO NOTHING
-       RETURNING ${ATTEMPT_COLUMNS}
-     ), moved AS (
-       UPDATE jobs j SET status = 'running', updated_at = now()
-       FROM jobs before
-       WHERE j.id = $2 AND before.id = j.id AND j.status IN ('accepted', 'awaiting_resolution') AND EXISTS (SELECT 1 FROM opened)
-       RETURNING before.status AS was
-     ), noted AS (
-       INSERT INTO job_events (job_id, type, detail)
-       SELECT $2::uuid, event.type, event.detail FROM (
-         SELECT 1 AS n, '${JobEventType.running}' AS type, '{}'::jsonb AS detail FROM moved WHERE was = 'accepted'
-         UNION ALL
-         SELECT 2, '${JobEventType.attemptOpened}', jsonb_build_object('attemptId', id, 'seq', seq, 'provider', provider, 'model', model) FROM opened
-       ) event ORDER BY event.n
-     )
-     SELECT * FROM opened`,
-      [opening.attemptId ?? null, opening.jobId, opening.operation, opening.provider, opening.model, lane],
-    ),
+    prepared(`SELECT ${ATTEMPT_COLUMNS} FROM ledger_open_attempt($1, $2, $3, $4, $5, $6)`, [opening.attemptId ?? null, opening.jobId, opening.operation, opening.provider, opening.model, lane]),
   );
   if (!rows[0]) {
     const live = await findLiveAttempt(tx, opening.jobId, lane);
@@ -238,6 +215,38 @@ export async function openAttemptLocked(tx: PoolClient, opening: AttemptOpening 
   }
   return { kind: 'opened', attempt: toAttempt(rows[0]) };
 }
+
+/**
+ * A new job's first attempt at `provider`/`model`, opened in one call that
+ * locks the job row first: only while the job is still accepted on its first
+ * run (so it has no attempt), open, driven by `workflowId`, on `routeVersion`,
+ * with at least `minAttemptMs` left before its deadline (or none); see
+ * ledger_open_first_attempt (migration 0024).
+ * @returns the attempt (`starting`) and the time left before the job's deadline, or undefined when nothing was opened.
+ */
+export async function openFirstAttempt(
+  db: Queryable,
+  opening: { jobId: string; attemptId: string; workflowId: string; routeVersion: string | null; provider: string; model: string; minAttemptMs: number },
+): Promise<{ attempt: AttemptRecord; deadlineLeftMs: number | null } | undefined> {
+  const { rows } = await db.query<AttemptRow & { deadline_left_ms: string | null }>(
+    prepared(`SELECT ${FIRST_OPENED_COLUMNS}, o.deadline_left_ms FROM ledger_open_first_attempt($1, $2, $3, $4, $5, $6, $7) o`, [
+      opening.jobId,
+      opening.attemptId,
+      opening.workflowId,
+      opening.routeVersion,
+      opening.provider,
+      opening.model,
+      opening.minAttemptMs,
+    ]),
+  );
+  const row = rows[0];
+  return row ? { attempt: toAttempt(row), deadlineLeftMs: row.deadline_left_ms === null ? null : Number(row.deadline_left_ms) } : undefined;
+}
+
+/** The attempt's columns of ledger_open_first_attempt's `attempt`, by name. */
+const FIRST_OPENED_COLUMNS = ATTEMPT_COLUMNS.split(',')
+  .map((column) => `(o.attempt).${column.trim()}`)
+  .join(', ');
 
 /** An attempt with its job's input and the time left before its deadline: what sending it needs, in one read. */
 export async function getAttemptToSend(db: Queryable, attemptId: string): Promise<{ attempt: AttemptRecord; input: Record<string, unknown>; deadlineLeftMs: number | null } | undefined> {

@@ -36,7 +36,20 @@ export const DEADLINE_LEFT_MS = `floor(extract(epoch FROM deadline_at - now()) *
  * child row, so two of them never deadlock.
  */
 export async function lockJobRow(tx: PoolClient, jobId: string, opts: { withInput?: boolean } = {}): Promise<LockedJob | undefined> {
-  const { rows } = await tx.query<{
+  return readJob(tx, jobId, { ...opts, lock: true });
+}
+
+/**
+ * A job row as lockJobRow reads it, without locking it: what a decision
+ * needs before the call that locks the row and checks that it still holds
+ * (see openFirstAttempt).
+ */
+export async function peekJobRow(db: Queryable, jobId: string, opts: { withInput?: boolean } = {}): Promise<LockedJob | undefined> {
+  return readJob(db, jobId, { ...opts, lock: false });
+}
+
+async function readJob(db: Queryable, jobId: string, opts: { withInput?: boolean; lock: boolean }): Promise<LockedJob | undefined> {
+  const { rows } = await db.query<{
     id: string;
     operation: string;
     status: string;
@@ -51,7 +64,7 @@ export async function lockJobRow(tx: PoolClient, jobId: string, opts: { withInpu
   }>(
     prepared(
       `SELECT id, operation, status, version, terminal_at IS NOT NULL AS terminal, completed_by, route_version, run, workflow_id, ${DEADLINE_LEFT_MS} AS deadline_left_ms${opts.withInput ? ', input' : ''}
-     FROM jobs WHERE id = $1 FOR UPDATE`,
+     FROM jobs WHERE id = $1${opts.lock ? ' FOR UPDATE' : ''}`,
       [jobId],
     ),
   );

@@ -1,3 +1,4 @@
+import { prepared } from '../db/prepared';
 import type { Pool } from 'pg';
 import { inTransaction } from '../db/pool';
 import { isUniqueViolation } from '../db/errors';
@@ -154,7 +155,7 @@ export async function recordBaselineRoutes(db: Queryable, routes: Array<{ operat
 
 /** The steps of a route version, or undefined when it was never recorded. Steps never change once written. */
 export async function routeStepsOf(db: Queryable, operation: string, version: string): Promise<RouteStep[] | undefined> {
-  const { rows } = await db.query<{ steps: RouteStep[] }>('SELECT steps FROM route_versions WHERE operation = $1 AND version = $2', [operation, version]);
+  const { rows } = await db.query<{ steps: RouteStep[] }>(prepared('SELECT steps FROM route_versions WHERE operation = $1 AND version = $2', [operation, version]));
   return rows[0]?.steps.map((step) => ({ provider: step.provider, model: step.model }));
 }
 

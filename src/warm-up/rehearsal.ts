@@ -1,13 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
 import { checkout, WARM_CONNECTIONS } from '../db/pool';
-import { commitAndClaim, getAttempt, listAttempts, markAttemptRunning, openAttemptLocked } from '../ledger/attempts';
+import { commitAndClaim, getAttempt, listAttempts, markAttemptRunning, openAttemptLocked, openFirstAttempt } from '../ledger/attempts';
 import { providerStanding } from '../ledger/contracts';
 import { beginEffectTry, settleEffectAndJob } from '../ledger/effects';
 import { loadJobDetailsById, loadJobDetailsByScope } from '../ledger/job-details';
-import { lockJobRow } from '../ledger/job-row';
+import { lockJobRow, peekJobRow } from '../ledger/job-row';
 import { admitJob, getJob } from '../ledger/jobs';
 import { readJobEnded } from '../ledger/job-ended';
+import { routeStepsOf } from '../ledger/route-versions';
 
 /** The operation, provider, model and effect a rehearsal names: none of them is configured anywhere. */
 const REHEARSAL = 'onceflow.rehearsal';
@@ -34,11 +35,17 @@ export async function rehearseJob(client: PoolClient): Promise<void> {
     await loadJobDetailsByScope(client, scope);
     const { job } = await admitJob(client, { ...scope, requestDigest: '0'.repeat(64), schemaVersion: 1, input: {}, workflowId: `${REHEARSAL}-${scope.idempotencyKey}` });
     await getJob(client, job.id);
+    // A new job's first attempt, the short way (openFirstAttempt), then the long way's statements on the same job.
+    await peekJobRow(client, job.id, { withInput: true });
+    await routeStepsOf(client, REHEARSAL, REHEARSAL);
+    await providerStanding(client, { operation: REHEARSAL, provider: REHEARSAL, model: REHEARSAL, schemaVersion: 1, templateHash: REHEARSAL }, 1);
+    const first = await openFirstAttempt(client, { jobId: job.id, attemptId: randomUUID(), workflowId: `${REHEARSAL}-${scope.idempotencyKey}`, routeVersion: null, provider: REHEARSAL, model: REHEARSAL, minAttemptMs: 0 });
+    if (!first) throw new Error("the rehearsal job's first attempt was not opened");
     await lockJobRow(client, job.id, { withInput: true });
     const known = await listAttempts(client, job.id);
-    await providerStanding(client, { operation: REHEARSAL, provider: REHEARSAL, model: REHEARSAL, schemaVersion: 1, templateHash: REHEARSAL }, 1);
+    // The long way's opening, refused by the live attempt the short way opened.
     const opened = await openAttemptLocked(client, { jobId: job.id, attemptId: randomUUID(), provider: REHEARSAL, model: REHEARSAL, operation: REHEARSAL, known });
-    if (opened.kind !== 'opened') throw new Error(`the rehearsal job's attempt was not opened (${opened.kind})`);
+    if (opened.kind !== 'live' || opened.attempt.id !== first.attempt.id) throw new Error(`the rehearsal job's second opening was not refused by its live attempt (${opened.kind})`);
     const attempt = opened.attempt;
     await markAttemptRunning(client, attempt.id);
     const output = { rehearsal: true };

@@ -24,11 +24,12 @@ import { ledger, ledgerSending } from './ledger-proxy';
 export async function jobWorkflow(input: JobWorkflowInput): Promise<string> {
   const run = startJobRun(input);
   const sends = run.revision >= 2;
-  for (;;) {
+  for (let first = true; ; first = false) {
     // A wake-up from before this look is answered by it: only later ones may cut a wait short.
     run.beforeLook();
     // The attempt id is the workflow's own, so a retried step finds the attempt it opened.
-    const request = { jobId: input.jobId, attemptId: uuid4(), ...(sends ? { send: true } : {}) };
+    // `first` tells the ledger this is the run's first look (a new job's attempt may open the short way); the ledger checks.
+    const request = { jobId: input.jobId, attemptId: uuid4(), ...(sends ? { send: true } : {}), ...(sends && first ? { first: true } : {}) };
     const step = await (sends ? ledgerSending : ledger).advanceJob(request);
     let terminal: string | undefined;
     switch (step.kind) {

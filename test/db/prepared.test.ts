@@ -63,9 +63,9 @@ function insideTransaction(trips: Ran[], text: string): boolean {
  * transaction; a transaction that ran one of its statements counts once,
  * with every statement in it (BEGIN and COMMIT included) a round trip.
  */
-function jobWork(ran: Ran[], ofJob: Set<Ran>): { roundTrips: Ran[]; transactions: number } {
+function jobWork(ran: Ran[], ofJob: Set<Ran>): { roundTrips: Ran[]; transactions: Ran[][] } {
   const roundTrips: Ran[] = [];
-  let transactions = 0;
+  const transactions: Ran[][] = [];
   const open = new Map<number, Ran[]>();
   for (const statement of ran) {
     const text = statement.text.trim();
@@ -77,12 +77,12 @@ function jobWork(ran: Ran[], ofJob: Set<Ran>): { roundTrips: Ran[]; transactions
         open.delete(statement.client);
         if (block.some((inside) => ofJob.has(inside))) {
           roundTrips.push(...block);
-          transactions++;
+          transactions.push(block);
         }
       }
     } else if (ofJob.has(statement)) {
       roundTrips.push(statement);
-      transactions++;
+      transactions.push([statement]);
     }
   }
   return { roundTrips, transactions };
@@ -93,7 +93,7 @@ describe("a job's happy path", () => {
   /** The statements that carried the job's key or ids (not a sweeper's or a canary's meanwhile), in the order they ran. */
   let ofThisJob: Ran[];
   /** The job's round trips and transactions: its statements, with BEGIN and COMMIT around them, and the statements inside its transactions. */
-  let work: { roundTrips: Ran[]; transactions: number };
+  let work: { roundTrips: Ran[]; transactions: Ran[][] };
   beforeAll(async () => {
     stack = await startTestStack();
     // Every statement the shared pool runs while one job goes through is recorded (the API and the worker's activities use it).
@@ -114,7 +114,13 @@ describe("a job's happy path", () => {
     expect(job.status).toBe('succeeded');
     const { rows } = await stack.db.pool.query<{ id: string }>('SELECT id FROM attempts WHERE job_id = $1 UNION ALL SELECT id FROM effects WHERE job_id = $1', [job.id]);
     const ours = new Set<unknown>([key, job.id, ...rows.map((row) => row.id)]);
-    ofThisJob = ran.filter((statement) => statement.values.some((value) => ours.has(value)));
+    // The reads of the job's route and of its provider's standing carry no id of the job: they name its operation with its route version or its provider.
+    const { rows: of } = await stack.db.pool.query<{ operation: string; route_version: string; provider: string }>(
+      'SELECT j.operation, j.route_version, a.provider FROM jobs j JOIN attempts a ON a.job_id = j.id WHERE j.id = $1',
+      [job.id],
+    );
+    const named = (values: unknown[]) => of.some((row) => values.includes(row.operation) && (values.includes(row.route_version) || values.includes(row.provider)));
+    ofThisJob = ran.filter((statement) => statement.values.some((value) => ours.has(value)) || named(statement.values));
     work = jobWork(ran, new Set(ofThisJob));
   });
   afterAll(() => stack.close());
@@ -133,12 +139,16 @@ describe("a job's happy path", () => {
     expect(calls('ledger_commit_answer')).toHaveLength(1);
     expect(calls('ledger_settle_effect')).toHaveLength(1);
     expect(trips.filter((text) => /ledger_(commit_answer|settle_effect)\(/.test(text)).every((text) => !insideTransaction(work.roundTrips, text))).toBe(true);
-    // What the job costs now: admission and the answer's read 3; the attempt's opening 6 (BEGIN, the job, the route
-    // version's steps on a worker's first job of it, the provider's standing, the insert, COMMIT; a job on its first run
-    // that no attempt has moved out of accepted has none to list) and its sending 1; the commit 1; the effect's try 1 and
-    // its settlement 1. No step grows back.
-    expect(trips.length).toBeLessThanOrEqual(13);
-    expect(work.transactions).toBeLessThanOrEqual(8);
+    // What the job costs now: admission and the answer's read 3; the attempt's opening 3 the short way (the job read
+    // without a lock, the provider's standing, the call that locks the job row, checks it and opens the attempt) and 4
+    // on a worker's first job of a route version (its steps read once); its sending 1; the commit 1; the effect's try 1
+    // and its settlement 1. No step grows back.
+    expect(trips.length).toBeLessThanOrEqual(11);
+    // Each of those is a transaction of its own; six of them write (admission, the opening, the attempt's sending mark
+    // and the effect's, each committed before its request goes out, the commit and the settlement); the rest only read.
+    const writes = work.transactions.filter((block) => block.some((statement) => /\b(INSERT|UPDATE|DELETE)\b|\bFROM ledger_(open_first_attempt|open_attempt|commit_answer|settle_effect)\(/.test(statement.text)));
+    expect(work.transactions.length).toBeLessThanOrEqual(11);
+    expect(writes.map((block) => block.map((statement) => shown(statement)).join(' / '))).toHaveLength(6);
   });
 
   it("meters the winner's usage from what its commit returned: no read of its attempt after the answer is committed", () => {

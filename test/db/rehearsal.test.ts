@@ -91,7 +91,7 @@ describe("warming a process's connections", () => {
     const pool = createPool(db.url, { max: 2 });
     let opened = 0;
     const hook = async (sql: string) => {
-      if (!sql.includes('WITH opened AS')) return;
+      if (!sql.includes('ledger_open_first_attempt')) return;
       opened++;
       if (opened === 1) return connectionLost();
       if (opened === 2) await pause(500)();

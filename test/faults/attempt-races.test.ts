@@ -215,3 +215,36 @@ describe('attempt transitions are compare-and-swaps (invariant 12)', () => {
     expect(await listAttempts(stack.db.pool, jobId)).toHaveLength(1);
   });
 });
+
+describe('a cancellation between the short way\'s read of a new job and the call that opens its attempt', () => {
+  let stack: TestStack;
+  /** The job the worker has read the short way; the cancellation lands before its opening call goes out. */
+  let cancelled: Promise<number> | undefined;
+  beforeAll(async () => {
+    stack = await startTestStack({
+      activityDb: (pool) =>
+        interceptQueries(
+          pool,
+          onStatements(/ledger_open_first_attempt/, 1, async () => {
+            const jobId = (await stack.db.pool.query<{ id: string }>(`SELECT id FROM jobs WHERE status = 'accepted' ORDER BY created_at DESC LIMIT 1`)).rows[0]!.id;
+            cancelled = stack.app.inject({ method: 'POST', url: `/v1/jobs/${jobId}/cancel`, headers: auth(KEYS.alice), payload: {} }).then((response) => response.statusCode);
+            await cancelled;
+          }),
+        ),
+    });
+  });
+  afterAll(() => stack.close());
+
+  it('opens nothing and sends nothing: the job stays cancelled with no attempt', async () => {
+    // Act
+    const jobId = (await submitReply(stack, { message: 'Cancel me before you send' })).json().id;
+    const job = await waitForJob(stack, jobId, isTerminalJob, 20_000);
+
+    // Assert
+    expect(await cancelled).toBe(200);
+    expect(job.status).toBe('cancelled');
+    expect(job.attempts).toEqual([]);
+    expect(stack.sims.primary.requests().filter((request) => request.requestId !== undefined && !request.requestId.startsWith('verify-'))).toEqual([]);
+    expect(await stack.temporal.client.workflow.getHandle(job.workflowId).result()).toBe('cancelled');
+  }, 30_000);
+});
