@@ -1,14 +1,14 @@
 import { Context } from '@temporalio/activity';
 import { afterJobBlocked, afterJobEnded } from '../canary/job-ended';
 import { checkOutput, excerpt, type ContractCheck } from '../contracts/output';
-import { checkRender } from '../contracts/render-check';
+import { checkRender, type RenderCheck } from '../contracts/render-check';
 import { isTerminal } from '../jobs/status';
 import { AttemptStatus, commitAndClaim, type CommitOutcome, failAttempt, getAttempt, getAttemptToSend, listAttempts, markAttemptRunning, markAttemptUnknown, noteEvidence, recordLateUsage, type AttemptRecord } from '../ledger/attempts';
 import type { EffectRecord } from '../ledger/effects';
 import type { EffectCall } from '../effects/runner';
 import { listEffects } from '../ledger/effects';
 import { getJob } from '../ledger/jobs';
-import { ProviderCallError, type CallFailure } from '../providers/types';
+import { ProviderCallError, type CallFailure, type ChatMessage } from '../providers/types';
 import type { ProviderUsage } from '../providers/usage';
 import type { AttemptUsage, MeteredUsage } from '../ledger/usage';
 import type { AttemptReport } from '../temporal/contract';
@@ -158,7 +158,13 @@ export function createAttemptActivities(deps: ActivityDeps) {
    * Sends one attempt to its provider and writes what happened; see
    * callProvider. The caller has read the attempt (`starting`) and its job's input.
    */
-  async function sendAttempt(attempt: AttemptRecord, input: Record<string, unknown>, deadlineLeftMs: number | null = null): Promise<AttemptReport> {
+  async function sendAttempt(
+    attempt: AttemptRecord,
+    input: Record<string, unknown>,
+    deadlineLeftMs: number | null = null,
+    /** The attempt's prompt as its opening already rendered and counted it. */
+    rendered?: RenderCheck,
+  ): Promise<AttemptReport> {
     const operation = deps.operations.get(attempt.operation);
     const provider = deps.providers.get(attempt.provider);
     if (!operation || !provider) {
@@ -167,7 +173,7 @@ export function createAttemptActivities(deps: ActivityDeps) {
       return reportOf(attempt.id);
     }
     // The prompt must render and fit this model's window; if not, nothing is sent.
-    const render = checkRender(operation, attempt.model, input);
+    const render = rendered ?? checkRender(operation, attempt.model, input);
     if (!render.ok) {
       const evidence = { templateHash: render.templateHash, promptTokens: render.promptTokens };
       await failAttempt(db, attempt.id, AttemptStatus.starting, { class: 'prompt_render', detail: render.problems.join('; '), evidence });
@@ -180,12 +186,23 @@ export function createAttemptActivities(deps: ActivityDeps) {
     }
     // From here on the request may be sent: the ledger says so first (a CAS on `starting`).
     if (!(await markAttemptRunning(db, attempt.id))) return reportOf(attempt.id);
+    return sendMarked(attempt, input, deadlineLeftMs, render.messages!);
+  }
+
+  /**
+   * Sends an attempt the ledger has marked sent (`running`) and writes what
+   * happened: its opening marked it so, after its prompt rendered to
+   * `messages` and fit, or sendAttempt did.
+   */
+  async function sendMarked(attempt: AttemptRecord, input: Record<string, unknown>, deadlineLeftMs: number | null, messages: ChatMessage[]): Promise<AttemptReport> {
+    const operation = deps.operations.get(attempt.operation)!;
+    const provider = deps.providers.get(attempt.provider)!;
     let answer;
     const sentAtMs = clock.now().getTime();
     try {
       answer = await provider.complete({
         model: attempt.model,
-        messages: render.messages!,
+        messages,
         requestId: attempt.id,
         // The attempt timeout, or the time left before the caller's deadline when that is shorter.
         timeoutMs: deadlineLeftMs === null ? deps.attempts.timeoutMs : Math.min(deps.attempts.timeoutMs, deadlineLeftMs),
@@ -269,6 +286,7 @@ export function createAttemptActivities(deps: ActivityDeps) {
 
   return {
     sendAttempt,
+    sendMarked,
     /**
      * Sends one attempt's request to its provider: no retries here (a retry is
      * a new attempt). Classifies what happened and writes it to the ledger;

@@ -8,8 +8,8 @@ export type { ActivityDeps, AttemptSettings, Clock, SweeperSettings } from './de
 
 /** Builds the activities from their dependencies; nothing here is a module-level singleton. */
 export function createActivities(deps: ActivityDeps) {
-  const { sendAttempt, settleLeftoverAttempt, ...attemptActivities } = createAttemptActivities(deps);
-  return { ...createJobActivities(deps, { sendAttempt, settleLeftoverAttempt }), ...attemptActivities, ...createEffectActivities(deps), ...createWarmUpActivities(deps) };
+  const { sendAttempt, sendMarked, settleLeftoverAttempt, ...attemptActivities } = createAttemptActivities(deps);
+  return { ...createJobActivities(deps, { sendAttempt, sendMarked, settleLeftoverAttempt }), ...attemptActivities, ...createEffectActivities(deps), ...createWarmUpActivities(deps) };
 }
 
 export type Activities = ReturnType<typeof createActivities>;

@@ -20,7 +20,7 @@ import type { Queryable } from '../ledger/queryable';
 import { listEffects } from '../ledger/effects';
 import { appendEvent, JobEventType } from '../ledger/events';
 import { failJob, getJobInput, takeJobsToSweep } from '../ledger/jobs';
-import { checkRender } from '../contracts/render-check';
+import { checkRender, type RenderCheck } from '../contracts/render-check';
 import { profileOf } from '../contracts/models';
 import { DEFAULT_MIN_ATTEMPT_MS, type HedgePolicy, type RegisteredOperation } from '../operations/operation';
 import { afterJobBlocked, afterJobEnded } from '../canary/job-ended';
@@ -70,7 +70,7 @@ async function skippedFallbacks(tx: PoolClient, jobId: string): Promise<string[]
   return rows.map((row) => row.line);
 }
 
-export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnType<typeof createAttemptActivities>, 'sendAttempt' | 'settleLeftoverAttempt'>) {
+export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnType<typeof createAttemptActivities>, 'sendAttempt' | 'sendMarked' | 'settleLeftoverAttempt'>) {
   const { db, metrics } = deps;
   const clock = deps.clock ?? { now: () => new Date() };
   const timings: JobTimings = {
@@ -141,7 +141,7 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
     request: { jobId: string; attemptId: string; send?: boolean; workflowId?: string },
     /** What the caller must do once this commits: `blocked`, an attempt became unknown here. */
     notes: { blocked?: boolean },
-  ): Promise<Step & { toSend?: { attempt: AttemptRecord; input: Record<string, unknown>; deadlineLeftMs: number | null }; endedHere?: true; deadlineLeftMs?: number | null }> {
+  ): Promise<Step & { toSend?: { attempt: AttemptRecord; input: Record<string, unknown>; deadlineLeftMs: number | null; render?: RenderCheck; send?: boolean }; endedHere?: true; deadlineLeftMs?: number | null }> {
     const job = await lockJobRow(tx, request.jobId, { withInput: request.send });
     // Removed by retention: there is nothing left to drive.
     if (!job) return { kind: 'terminal', status: 'removed' };
@@ -236,7 +236,8 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
    * job is still as it was read (accepted on its first run, so without
    * attempts; driven by this workflow; on the same route version; with time
    * for an attempt) and opens the attempt. What advance() would do for such
-   * a job, in three round trips instead of five.
+   * a job, in three round trips instead of five; and the attempt is marked
+   * sent in the same call when its request goes out next (open and send).
    * @returns undefined when advance() must decide: any other job, a primary that may not take the attempt, or a job that changed meanwhile.
    */
   async function openFirst(request: { jobId: string; attemptId: string; workflowId: string }): Promise<Awaited<ReturnType<typeof advance>> | undefined> {
@@ -250,11 +251,17 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
     if (!step) return undefined;
     const verdict = await eligibility(db, operation, step, 'primary', deps.gate, clock.now(), deps.providers.get(step.provider)?.baseUrl);
     if (!verdict.eligible) return undefined;
-    const opened = await openFirstAttempt(db, { jobId: job.id, attemptId: request.attemptId, workflowId: request.workflowId, routeVersion: job.routeVersion, provider: step.provider, model: step.model, minAttemptMs });
+    // Open and send: an attempt whose prompt renders and fits, at a configured provider, is marked sent as it opens
+    // (its request goes out next); any other opens `starting`, and sendAttempt fails it as not sent, as on the long way.
+    const render = checkRender(operation, step.model, job.input);
+    const send = render.ok && deps.providers.has(step.provider);
+    // Nothing is sent with no time left (sendAttempt's rule), whatever the operation's minimum.
+    const opened = await openFirstAttempt(db, { jobId: job.id, attemptId: request.attemptId, workflowId: request.workflowId, routeVersion: job.routeVersion, provider: step.provider, model: step.model, minAttemptMs: Math.max(1, minAttemptMs), send });
     if (!opened) return undefined;
     metrics.attemptsStarted.inc({ operation: job.operation, provider: step.provider, kind: 'first' });
     const { attempt, deadlineLeftMs } = opened;
-    return { kind: 'call', attemptId: attempt.id, provider: step.provider, model: step.model, seq: attempt.seq, deadlineLeftMs, toSend: { attempt, input: job.input, deadlineLeftMs } };
+    const toSend = { attempt, input: job.input, deadlineLeftMs, render, send };
+    return { kind: 'call', attemptId: attempt.id, provider: step.provider, model: step.model, seq: attempt.seq, deadlineLeftMs, toSend };
   }
 
   /**
@@ -378,7 +385,11 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
       const left = deadlineLeftMs ?? null;
       const stepTimings = action.kind === 'call' && left !== null ? { ...timings, attemptTimeoutMs: Math.max(1, Math.min(timings.attemptTimeoutMs, left)) } : timings;
       if (request.send && action.kind === 'call' && toSend) {
-        return { kind: 'called', attemptId: action.attemptId, seq: action.seq, report: await attempts.sendAttempt(toSend.attempt, toSend.input, toSend.deadlineLeftMs), timings: stepTimings };
+        // An attempt its opening marked sent goes out at once; any other is checked and marked first.
+        const report = toSend.send
+          ? await attempts.sendMarked(toSend.attempt, toSend.input, toSend.deadlineLeftMs, toSend.render!.messages!)
+          : await attempts.sendAttempt(toSend.attempt, toSend.input, toSend.deadlineLeftMs, toSend.render);
+        return { kind: 'called', attemptId: action.attemptId, seq: action.seq, report, timings: stepTimings };
       }
       return { ...action, timings: stepTimings };
     },

@@ -222,14 +222,24 @@ export async function openAttemptLocked(tx: PoolClient, opening: AttemptOpening 
  * run (so it has no attempt), open, driven by `workflowId`, on `routeVersion`,
  * with at least `minAttemptMs` left before its deadline (or none); see
  * ledger_open_first_attempt (migration 0024).
- * @returns the attempt (`starting`) and the time left before the job's deadline, or undefined when nothing was opened.
+ * @returns the attempt (`running` when sent, else `starting`) and the time left before the job's deadline, or undefined when nothing was opened.
  */
 export async function openFirstAttempt(
   db: Queryable,
-  opening: { jobId: string; attemptId: string; workflowId: string; routeVersion: string | null; provider: string; model: string; minAttemptMs: number },
+  opening: {
+    jobId: string;
+    attemptId: string;
+    workflowId: string;
+    routeVersion: string | null;
+    provider: string;
+    model: string;
+    minAttemptMs: number;
+    /** Marks the attempt sent (`running`) as it opens: its request goes out next. */
+    send: boolean;
+  },
 ): Promise<{ attempt: AttemptRecord; deadlineLeftMs: number | null } | undefined> {
   const { rows } = await db.query<AttemptRow & { deadline_left_ms: string | null }>(
-    prepared(`SELECT ${FIRST_OPENED_COLUMNS}, o.deadline_left_ms FROM ledger_open_first_attempt($1, $2, $3, $4, $5, $6, $7) o`, [
+    prepared(`SELECT ${FIRST_OPENED_COLUMNS}, o.deadline_left_ms FROM ledger_open_first_attempt($1, $2, $3, $4, $5, $6, $7, $8) o`, [
       opening.jobId,
       opening.attemptId,
       opening.workflowId,
@@ -237,6 +247,7 @@ export async function openFirstAttempt(
       opening.provider,
       opening.model,
       opening.minAttemptMs,
+      opening.send,
     ]),
   );
   const row = rows[0];

@@ -35,11 +35,11 @@ export async function rehearseJob(client: PoolClient): Promise<void> {
     await loadJobDetailsByScope(client, scope);
     const { job } = await admitJob(client, { ...scope, requestDigest: '0'.repeat(64), schemaVersion: 1, input: {}, workflowId: `${REHEARSAL}-${scope.idempotencyKey}` });
     await getJob(client, job.id);
-    // A new job's first attempt, the short way (openFirstAttempt), then the long way's statements on the same job.
+    // A new job's first attempt, the short way (openFirstAttempt, opened and marked sent), then the long way's statements on the same job.
     await peekJobRow(client, job.id, { withInput: true });
     await routeStepsOf(client, REHEARSAL, REHEARSAL);
     await providerStanding(client, { operation: REHEARSAL, provider: REHEARSAL, model: REHEARSAL, schemaVersion: 1, templateHash: REHEARSAL }, 1);
-    const first = await openFirstAttempt(client, { jobId: job.id, attemptId: randomUUID(), workflowId: `${REHEARSAL}-${scope.idempotencyKey}`, routeVersion: null, provider: REHEARSAL, model: REHEARSAL, minAttemptMs: 0 });
+    const first = await openFirstAttempt(client, { jobId: job.id, attemptId: randomUUID(), workflowId: `${REHEARSAL}-${scope.idempotencyKey}`, routeVersion: null, provider: REHEARSAL, model: REHEARSAL, minAttemptMs: 0, send: true });
     if (!first) throw new Error("the rehearsal job's first attempt was not opened");
     await lockJobRow(client, job.id, { withInput: true });
     const known = await listAttempts(client, job.id);
@@ -47,7 +47,8 @@ export async function rehearseJob(client: PoolClient): Promise<void> {
     const opened = await openAttemptLocked(client, { jobId: job.id, attemptId: randomUUID(), provider: REHEARSAL, model: REHEARSAL, operation: REHEARSAL, known });
     if (opened.kind !== 'live' || opened.attempt.id !== first.attempt.id) throw new Error(`the rehearsal job's second opening was not refused by its live attempt (${opened.kind})`);
     const attempt = opened.attempt;
-    await markAttemptRunning(client, attempt.id);
+    // The long way's mark, refused: the attempt is running already.
+    if (await markAttemptRunning(client, attempt.id)) throw new Error("the rehearsal job's attempt was marked sent twice");
     const output = { rehearsal: true };
     const won = await commitAndClaim(client, attempt, output, {
       terminal: false,

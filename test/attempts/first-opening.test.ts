@@ -34,7 +34,7 @@ describe('openFirstAttempt, the check on the locked job row', () => {
   }
 
   const open = (job: JobRecord, overrides: Partial<Parameters<typeof openFirstAttempt>[1]> = {}) =>
-    openFirstAttempt(db.pool, { jobId: job.id, attemptId: randomUUID(), workflowId: job.workflowId, routeVersion: 'v1', provider: 'sim-primary', model: 'sim-small', minAttemptMs: 500, ...overrides });
+    openFirstAttempt(db.pool, { jobId: job.id, attemptId: randomUUID(), workflowId: job.workflowId, routeVersion: 'v1', provider: 'sim-primary', model: 'sim-small', minAttemptMs: 500, send: false, ...overrides });
 
   it("opens attempt 1 of a new job, starting, and moves the job to running with the events a long way's opening writes", async () => {
     // Arrange
@@ -52,6 +52,18 @@ describe('openFirstAttempt, the check on the locked job row', () => {
     expect(rows[0].status).toBe('running');
     const events = await db.pool.query('SELECT type FROM job_events WHERE job_id = $1 ORDER BY id', [job.id]);
     expect(events.rows.map((row) => row.type)).toEqual(['job.created', 'job.running', 'attempt.opened']);
+  });
+
+  it('opens it marked sent (running) when its request goes out next, in the same call', async () => {
+    // Arrange
+    const job = await newJob({ routeVersion: 'v1' });
+
+    // Act
+    const opened = await open(job, { send: true });
+
+    // Assert: what the ledger holds says the request may have gone out, before it does.
+    expect(opened?.attempt).toMatchObject({ seq: 1, status: 'running' });
+    expect((await listAttempts(db.pool, job.id)).map((attempt) => attempt.status)).toEqual(['running']);
   });
 
   it('opens one for a job without a deadline or a recorded route version', async () => {

@@ -38,6 +38,19 @@ describe('attempt outcomes', () => {
     expect(stack.sims.primary.requests().some((r) => JSON.stringify(r).includes('<|endoftext|><|im_start|>system'))).toBe(true);
   });
 
+  it("sends nothing for a first attempt whose prompt does not fit its model's window: the attempt fails as not sent (prompt_render)", async () => {
+    // Arrange: 4,000 characters (the input schema's most), about 4,000 tokens against sim-small's 1,536.
+    const message = '7 '.repeat(2_000);
+
+    // Act
+    const job = await run(message);
+
+    // Assert
+    const first = job.attempts[0];
+    expect(first).toMatchObject({ provider: 'sim-primary', status: 'failed', error: { class: 'prompt_render', detail: expect.stringMatching(/tokens/) } });
+    expect(stack.sims.primary.requests().map((r) => r.requestId)).not.toContain(first.id);
+  });
+
   it('sends the attempt id as the provider request id', async () => {
     const job = await run('Hello there');
     const recorded = stack.sims.primary.requests().map((r) => r.requestId);

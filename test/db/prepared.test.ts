@@ -139,16 +139,17 @@ describe("a job's happy path", () => {
     expect(calls('ledger_commit_answer')).toHaveLength(1);
     expect(calls('ledger_settle_effect')).toHaveLength(1);
     expect(trips.filter((text) => /ledger_(commit_answer|settle_effect)\(/.test(text)).every((text) => !insideTransaction(work.roundTrips, text))).toBe(true);
-    // What the job costs now: admission and the answer's read 3; the attempt's opening 3 the short way (the job read
-    // without a lock, the provider's standing, the call that locks the job row, checks it and opens the attempt) and 4
-    // on a worker's first job of a route version (its steps read once); its sending 1; the commit 1; the effect's try 1
-    // and its settlement 1. No step grows back.
-    expect(trips.length).toBeLessThanOrEqual(11);
-    // Each of those is a transaction of its own; six of them write (admission, the opening, the attempt's sending mark
-    // and the effect's, each committed before its request goes out, the commit and the settlement); the rest only read.
+    // What the job costs now: admission and the answer's read 3; the attempt's opening and its sending mark 3 the short
+    // way (the job read without a lock, the provider's standing, the call that locks the job row, checks it, opens the
+    // attempt and marks it sent) and 4 on a worker's first job of a route version (its steps read once); the commit 1;
+    // the effect's try 1 and its settlement 1. No step grows back.
+    expect(trips.length).toBeLessThanOrEqual(10);
+    // Each of those is a transaction of its own; five of them write (admission, the attempt's opening with its sending
+    // mark, the commit, the effect's sending mark and its settlement: each mark committed before its request goes out);
+    // the rest only read.
     const writes = work.transactions.filter((block) => block.some((statement) => /\b(INSERT|UPDATE|DELETE)\b|\bFROM ledger_(open_first_attempt|open_attempt|commit_answer|settle_effect)\(/.test(statement.text)));
-    expect(work.transactions.length).toBeLessThanOrEqual(11);
-    expect(writes.map((block) => block.map((statement) => shown(statement)).join(' / '))).toHaveLength(6);
+    expect(work.transactions.length).toBeLessThanOrEqual(10);
+    expect(writes.map((block) => block.map((statement) => shown(statement)).join(' / '))).toHaveLength(5);
   });
 
   it("meters the winner's usage from what its commit returned: no read of its attempt after the answer is committed", () => {

@@ -1516,4 +1516,20 @@ export const GUARDS: Guard[] = [
     tests: ['test/db/prepared.test.ts'],
     testNamePattern: 'one call to commit',
   },
+  {
+    name: "a new job's attempt opened and sent in one call is marked sent (running) before its request goes out",
+    file: 'migrations/0024_attempt_opening.sql',
+    find: "    UPDATE attempts a SET status = 'running' WHERE a.id = v_attempt.id RETURNING * INTO v_attempt;\n",
+    replace: '    NULL;\n',
+    tests: ['test/attempts/first-opening.test.ts'],
+    testNamePattern: 'marked sent',
+  },
+  {
+    name: "a new job's attempt whose prompt does not fit is not marked sent as it opens: it fails as not sent (prompt_render)",
+    file: 'src/activities/job-activities.ts',
+    find: 'const send = render.ok && deps.providers.has(step.provider);',
+    replace: 'const send = deps.providers.has(step.provider);',
+    tests: ['test/attempts/outcomes.test.ts'],
+    testNamePattern: 'does not fit',
+  },
 ];
