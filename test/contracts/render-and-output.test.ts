@@ -1,3 +1,4 @@
+import { countPromptTokens, encoder, inPieces, LONGEST_COUNTED_RUN } from '../../src/contracts/models';
 import { checkOutput } from '../../src/contracts/output';
 import { templateHash } from '../../src/contracts/prompt';
 import { checkRender } from '../../src/contracts/render-check';
@@ -75,5 +76,42 @@ describe('the prompt render check', () => {
     const render = checkRender(supportReply, 'sim-small', { ...input, customerMessage: 'my code is {{ticketId}}' });
     expect(render.ok).toBe(true);
     expect(render.messages?.[1]?.content).toContain('my code is {{ticketId}}');
+  });
+});
+
+describe('counting a prompt with long runs of one kind of character', () => {
+  const cjk = Array.from({ length: 4_000 }, (_, i) => String.fromCodePoint(0x4e00 + ((i * 7919) % 20_000))).join('');
+
+  it('keeps ordinary text whole: words and sentences with their punctuation are counted as the tokenizer counts them', () => {
+    const zh = '您好，我的订单号是一二三四五，已经过了一个星期还没有收到货物，请问什么时候能够发货？'.repeat(40);
+    expect(inPieces(zh)).toEqual([zh]);
+    expect(inPieces('Where is my order? '.repeat(200))).toHaveLength(1);
+    expect(countPromptTokens([{ role: 'user', content: zh }], 'o200k_base')).toBe(3 + 4 + encoder('o200k_base').encode(zh, [], []).length);
+  });
+
+  it.each([
+    ['CJK characters without punctuation', cjk],
+    ['one letter', 'a'.repeat(4_000)],
+    ['punctuation', '!'.repeat(4_000)],
+    ['spaces', `x${' '.repeat(4_000)}y`],
+    ['a word without spaces', 'abcdefg'.repeat(570)],
+  ])('cuts a run of %s into pieces of at most 64 code points, and counts the pieces', (_, text) => {
+    // Act
+    const pieces = inPieces(`Order 7: ${text} thanks`);
+
+    // Assert: nothing lost or added, no piece longer than the longest run counted whole.
+    expect(pieces.join('')).toBe(`Order 7: ${text} thanks`);
+    expect(pieces.length).toBeGreaterThan(4_000 / LONGEST_COUNTED_RUN - 2);
+    expect(Math.max(...pieces.map((piece) => Array.from(piece).length))).toBeLessThanOrEqual(LONGEST_COUNTED_RUN);
+    const tokenizer = encoder('cl100k_base');
+    expect(countPromptTokens([{ role: 'user', content: `Order 7: ${text} thanks` }], 'cl100k_base')).toBe(3 + 4 + pieces.reduce((sum, piece) => sum + tokenizer.encode(piece, [], []).length, 0));
+  });
+
+  it('counts a word run in pieces no lower than whole (a prompt that fits still fits), within a few per cent', () => {
+    const text = 'abcdefg'.repeat(570);
+    const whole = encoder('cl100k_base').encode(text, [], []).length;
+    const counted = countPromptTokens([{ role: 'user', content: text }], 'cl100k_base') - 7;
+    expect(counted).toBeGreaterThanOrEqual(whole);
+    expect(counted).toBeLessThanOrEqual(whole * 1.05);
   });
 });

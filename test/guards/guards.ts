@@ -1455,8 +1455,8 @@ export const GUARDS: Guard[] = [
   {
     name: "a customer's text that spells a tokenizer's special token is counted as text, not refused (the job would never send)",
     file: 'src/contracts/models.ts',
-    find: 'tokenizer.encode(message.content, [], [])',
-    replace: 'tokenizer.encode(message.content)',
+    find: 'const count = (text: string) => tokenizer.encode(text, [], []).length;',
+    replace: 'const count = (text: string) => tokenizer.encode(text).length;',
     tests: ['test/contracts/render-and-output.test.ts'],
     testNamePattern: 'special token',
   },
@@ -1531,5 +1531,13 @@ export const GUARDS: Guard[] = [
     replace: 'const send = deps.providers.has(step.provider);',
     tests: ['test/attempts/outcomes.test.ts'],
     testNamePattern: 'does not fit',
+  },
+  {
+    name: "a prompt's long run of one kind of character is counted in pieces (whole, the tokenizer's merges take seconds of the worker's main thread)",
+    file: 'src/contracts/models.ts',
+    find: 'inPieces(message.content).reduce((tokens, piece) => tokens + count(piece), 0)',
+    replace: 'count(message.content)',
+    tests: ['test/contracts/render-and-output.test.ts'],
+    testNamePattern: 'long runs',
   },
 ];
