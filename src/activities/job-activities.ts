@@ -33,6 +33,18 @@ import type { ActivityDeps } from './deps';
 
 type Step = JobAction;
 
+/**
+ * A step as the ledger decided it, with what the caller does next: an
+ * attempt to send (with its prompt when its opening rendered it, and
+ * `send` when the opening also marked it sent), whether the job ended
+ * here, and the time left before its deadline.
+ */
+type Decided = Step & {
+  toSend?: { attempt: AttemptRecord; input: Record<string, unknown>; deadlineLeftMs: number | null; render?: RenderCheck; send?: boolean };
+  endedHere?: true;
+  deadlineLeftMs?: number | null;
+};
+
 /** The workflow whose activity this is, or undefined when called outside one (tests, tools). */
 function callingWorkflowId(): string | undefined {
   try {
@@ -105,6 +117,11 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
     return { kind: 'terminal', status: JobStatus.failed, endedHere: true };
   }
 
+  /** Whether `step` may take an attempt now, in `role` (invariant 6), against its provider's base URL as configured. */
+  function eligibilityOf(db: Queryable, operation: RegisteredOperation, step: RouteStep, role: 'primary' | 'fallback') {
+    return eligibility(db, operation, step, role, deps.gate, clock.now(), deps.providers.get(step.provider)?.baseUrl);
+  }
+
   /**
    * The next route step that may take an attempt after the job's last one
    * (invariant 6): fallbacks without a current, passing, fresh verification
@@ -117,7 +134,7 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
     for (let offset = 0; offset < route.length; offset++) {
       const index = (lastIndex + 1 + offset) % route.length;
       const step = route[index]!;
-      const verdict = await eligibility(tx, operation, step, index === 0 ? 'primary' : 'fallback', deps.gate, clock.now(), deps.providers.get(step.provider)?.baseUrl);
+      const verdict = await eligibilityOf(tx, operation, step, index === 0 ? 'primary' : 'fallback');
       if (verdict.eligible) return { step, skipped };
       skipped.push({ ...step, reason: verdict.reason, detail: verdict.detail });
     }
@@ -141,7 +158,7 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
     request: { jobId: string; attemptId: string; send?: boolean; workflowId?: string },
     /** What the caller must do once this commits: `blocked`, an attempt became unknown here. */
     notes: { blocked?: boolean },
-  ): Promise<Step & { toSend?: { attempt: AttemptRecord; input: Record<string, unknown>; deadlineLeftMs: number | null; render?: RenderCheck; send?: boolean }; endedHere?: true; deadlineLeftMs?: number | null }> {
+  ): Promise<Decided> {
     const job = await lockJobRow(tx, request.jobId, { withInput: request.send });
     // Removed by retention: there is nothing left to drive.
     if (!job) return { kind: 'terminal', status: 'removed' };
@@ -240,7 +257,7 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
    * sent in the same call when its request goes out next (open and send).
    * @returns undefined when advance() must decide: any other job, a primary that may not take the attempt, or a job that changed meanwhile.
    */
-  async function openFirst(request: { jobId: string; attemptId: string; workflowId: string }): Promise<Awaited<ReturnType<typeof advance>> | undefined> {
+  async function openFirst(request: { jobId: string; attemptId: string; workflowId: string }): Promise<Decided | undefined> {
     const job = await peekJobRow(db, request.jobId, { withInput: true });
     // Any other job takes the long way at once (what else the decision read, the call below checks again).
     if (!job?.input || job.status !== JobStatus.accepted || job.run !== 1) return undefined;
@@ -249,7 +266,7 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
     const minAttemptMs = operation.deadline?.minAttemptMs ?? DEFAULT_MIN_ATTEMPT_MS;
     const step = (await routeOfJob(db, job))[0];
     if (!step) return undefined;
-    const verdict = await eligibility(db, operation, step, 'primary', deps.gate, clock.now(), deps.providers.get(step.provider)?.baseUrl);
+    const verdict = await eligibilityOf(db, operation, step, 'primary');
     if (!verdict.eligible) return undefined;
     // Open and send: an attempt whose prompt renders and fits, at a configured provider, is marked sent as it opens
     // (its request goes out next); any other opens `starting`, and sendAttempt fails it as not sent, as on the long way.
