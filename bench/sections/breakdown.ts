@@ -133,12 +133,16 @@ export async function breakdownSection(infra: Infra, opts: { jobs: number }, log
       const perJob = (ms: number) => fixed(ms / opts.jobs, 2);
       const a = byThreadGroup(api, apiBefore, apiTotalBefore);
       const w = byThreadGroup(worker, workerBefore, workerTotalBefore);
-      const { rows: statements } = await db.query<{ calls: string; plans: string; exec: number; plan: number; query: string }>(
-        `SELECT calls, plans, total_exec_time AS exec, total_plan_time AS plan, regexp_replace(query, '\\s+', ' ', 'g') AS query
+      const { rows: statements } = await db.query<{ calls: string; plans: string; exec: number; plan: number; wal_bytes: string; query: string }>(
+        `SELECT calls, plans, total_exec_time AS exec, total_plan_time AS plan, wal_bytes, regexp_replace(query, '\\s+', ' ', 'g') AS query
          FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat%' ORDER BY total_exec_time + total_plan_time DESC LIMIT 24`,
       );
       const { rows: totals } = await db.query<{ calls: string; plans: string; exec: number; plan: number; wal_bytes: string }>(
         `SELECT sum(calls) AS calls, sum(plans) AS plans, sum(total_exec_time) AS exec, sum(total_plan_time) AS plan, sum(wal_bytes) AS wal_bytes FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat%'`,
+      );
+      // Which tables the WAL comes from: a row's update that changes no indexed column is HOT (no index entries written).
+      const { rows: tables } = await db.query<{ relname: string; ins: string; upd: string; hot: string }>(
+        `SELECT relname, n_tup_ins AS ins, n_tup_upd AS upd, n_tup_hot_upd AS hot FROM pg_stat_user_tables WHERE n_tup_ins + n_tup_upd > 0 ORDER BY n_tup_ins + n_tup_upd DESC`,
       );
       const { rows: database } = await db.query<{ xact_commit: string }>('SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()');
       const t = totals[0]!;
@@ -157,8 +161,13 @@ export async function breakdownSection(infra: Infra, opts: { jobs: number }, log
         ...statements.map((s) => ({
           section: 'breakdown',
           measure: `pg: ${s.query.slice(0, 70)}`,
-          value: `${fixed(Number(s.calls) / opts.jobs, 2)}/job, ${perJob(s.exec)} ms + ${perJob(s.plan)} ms planning (${fixed(Number(s.plans) / opts.jobs, 2)} plans/job)`,
+          value: `${fixed(Number(s.calls) / opts.jobs, 2)}/job, ${perJob(s.exec)} ms + ${perJob(s.plan)} ms planning (${fixed(Number(s.plans) / opts.jobs, 2)} plans/job), ${fixed(Number(s.wal_bytes) / opts.jobs / 1024, 2)} KiB WAL`,
         })),
+        {
+          section: 'breakdown',
+          measure: 'PostgreSQL rows per job: inserted, updated (HOT), by table',
+          value: tables.map((t) => `${t.relname} ${fixed(Number(t.ins) / opts.jobs, 2)}, ${fixed(Number(t.upd) / opts.jobs, 2)} (${fixed(Number(t.hot) / opts.jobs, 2)})`).join('; '),
+        },
       ];
       await db.end();
       await system.stop();
