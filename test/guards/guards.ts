@@ -21,7 +21,7 @@ export interface Guard {
 export const GUARDS: Guard[] = [
   {
     name: 'an ended attempt is never rewritten as discarded (an operator resolution stands)',
-    file: 'migrations/0023_ledger_steps.sql',
+    file: 'migrations/0025_row_versions.sql',
     find: `evidence = COALESCE(evidence, '{}'::jsonb) || race
    WHERE id = p_attempt AND status IN ('running', 'unknown');`,
     replace: `evidence = COALESCE(evidence, '{}'::jsonb) || race
@@ -31,7 +31,7 @@ export const GUARDS: Guard[] = [
   },
   {
     name: 'the result slot is a compare-and-swap on the version the attempt opened with',
-    file: 'migrations/0023_ledger_steps.sql',
+    file: 'migrations/0025_row_versions.sql',
     find: 'WHERE id = p_job AND completed_by IS NULL AND version = p_version;',
     replace: 'WHERE id = p_job AND completed_by IS NULL;',
     tests: ['test/attempts/one-winner.test.ts'],
@@ -63,9 +63,9 @@ export const GUARDS: Guard[] = [
   },
   {
     name: "an attempt's version is the job's version when it opens",
-    file: 'migrations/0024_attempt_opening.sql',
-    find: 'p_provider, p_model, (SELECT j.version FROM jobs j WHERE j.id = p_job), p_lane)',
-    replace: 'p_provider, p_model, (SELECT j.version - 1 FROM jobs j WHERE j.id = p_job), p_lane)',
+    file: 'migrations/0025_row_versions.sql',
+    find: 'p_provider, p_model, (SELECT j.version FROM jobs j WHERE j.id = p_job), p_lane, p_status)',
+    replace: 'p_provider, p_model, (SELECT j.version - 1 FROM jobs j WHERE j.id = p_job), p_lane, p_status)',
     tests: ['test/faults/attempt-races.test.ts'],
     testNamePattern: 'so the next one can win',
   },
@@ -239,7 +239,7 @@ export const GUARDS: Guard[] = [
   },
   {
     name: "a hedged job's live attempt may still win after a sibling failed (and only while it is live and the job open)",
-    file: "migrations/0023_ledger_steps.sql",
+    file: "migrations/0025_row_versions.sql",
     find: "AND (version = p_version OR (terminal_at IS NULL AND EXISTS (SELECT 1 FROM attempts WHERE id = p_attempt AND status IN ('running', 'unknown'))));",
     replace: "AND version = p_version;",
     tests: ["test/attempts/hedging.test.ts"],
@@ -1410,14 +1410,14 @@ export const GUARDS: Guard[] = [
   },
   {
     name: 'a late answer keeps the lost race in the ledger: a discarded attempt says what it lost to',
-    file: 'migrations/0023_ledger_steps.sql',
+    file: 'migrations/0025_row_versions.sql',
     find: "race := jsonb_build_object('discardedOutputSha256', output_sha256, 'statusWhenDiscarded', attempt_status, 'winner', winner);",
     replace: "race := '{}'::jsonb;",
     tests: ['test/attempts/one-winner.test.ts'],
   },
   {
     name: 'an attempt that wins the result slot while not live fails the whole commit (nothing is written)',
-    file: 'migrations/0023_ledger_steps.sql',
+    file: 'migrations/0025_row_versions.sql',
     find: "    IF NOT FOUND THEN\n      RAISE EXCEPTION 'attempt % won the result slot while not live; the ledger is inconsistent', p_attempt;\n    END IF;\n",
     replace: '',
     tests: ['test/attempts/commit-answer.test.ts'],
@@ -1425,7 +1425,7 @@ export const GUARDS: Guard[] = [
   },
   {
     name: "a discarded answer's fingerprint is its text's SHA-256, as the caller sent it",
-    file: 'migrations/0023_ledger_steps.sql',
+    file: 'migrations/0025_row_versions.sql',
     find: "encode(sha256(convert_to(COALESCE(p_output, ''), 'UTF8')), 'hex')",
     replace: "encode(sha256(convert_to(COALESCE(p_output::jsonb::text, ''), 'UTF8')), 'hex')",
     tests: ['test/attempts/commit-answer.test.ts'],
@@ -1462,7 +1462,7 @@ export const GUARDS: Guard[] = [
   },
   {
     name: "a new job's short-way opening opens nothing once the job left accepted (an operator's cancellation after the worker read it)",
-    file: 'migrations/0024_attempt_opening.sql',
+    file: 'migrations/0025_row_versions.sql',
     find: "j.status = 'accepted' AND j.run = 1",
     replace: 'j.run = 1',
     tests: ['test/attempts/first-opening.test.ts', 'test/faults/attempt-races.test.ts'],
@@ -1470,7 +1470,7 @@ export const GUARDS: Guard[] = [
   },
   {
     name: "a new job's short-way opening opens nothing for a reopened job (its earlier run's attempts decide its next one)",
-    file: 'migrations/0024_attempt_opening.sql',
+    file: 'migrations/0025_row_versions.sql',
     find: "AND j.run = 1 AND",
     replace: 'AND',
     tests: ['test/attempts/first-opening.test.ts'],
@@ -1478,7 +1478,7 @@ export const GUARDS: Guard[] = [
   },
   {
     name: "a new job's short-way opening opens nothing for another run's workflow",
-    file: 'migrations/0024_attempt_opening.sql',
+    file: 'migrations/0025_row_versions.sql',
     find: ' AND j.workflow_id = p_workflow',
     replace: '',
     tests: ['test/attempts/first-opening.test.ts'],
@@ -1486,7 +1486,7 @@ export const GUARDS: Guard[] = [
   },
   {
     name: "a new job's short-way opening opens nothing on another route version than the step was chosen from",
-    file: 'migrations/0024_attempt_opening.sql',
+    file: 'migrations/0025_row_versions.sql',
     find: ' AND j.route_version IS NOT DISTINCT FROM p_route_version',
     replace: '',
     tests: ['test/attempts/first-opening.test.ts'],
@@ -1494,7 +1494,7 @@ export const GUARDS: Guard[] = [
   },
   {
     name: "a new job's short-way opening opens nothing with less than one attempt's time before the deadline",
-    file: 'migrations/0024_attempt_opening.sql',
+    file: 'migrations/0025_row_versions.sql',
     find: ' OR (v_left IS NOT NULL AND v_left < p_min_attempt_ms)',
     replace: '',
     tests: ['test/attempts/first-opening.test.ts'],
@@ -1518,9 +1518,9 @@ export const GUARDS: Guard[] = [
   },
   {
     name: "a new job's attempt opened and sent in one call is marked sent (running) before its request goes out",
-    file: 'migrations/0024_attempt_opening.sql',
-    find: "    UPDATE attempts a SET status = 'running' WHERE a.id = v_attempt.id RETURNING * INTO v_attempt;\n",
-    replace: '    NULL;\n',
+    file: 'migrations/0025_row_versions.sql',
+    find: "CASE WHEN p_send THEN 'running' ELSE 'starting' END",
+    replace: "'starting'",
     tests: ['test/attempts/first-opening.test.ts'],
     testNamePattern: 'marked sent',
   },
@@ -1539,5 +1539,44 @@ export const GUARDS: Guard[] = [
     replace: 'count(message.content)',
     tests: ['test/contracts/render-and-output.test.ts'],
     testNamePattern: 'long runs',
+  },
+  {
+    name: "a new job's first attempt opened sent is one new attempt row, not a row and then its sending mark",
+    file: 'migrations/0025_row_versions.sql',
+    find: "  SELECT * INTO v_attempt FROM ledger_open_attempt(p_attempt, p_job, v_operation, p_provider, p_model, 0, CASE WHEN p_send THEN 'running' ELSE 'starting' END);\n",
+    replace: "  SELECT * INTO v_attempt FROM ledger_open_attempt(p_attempt, p_job, v_operation, p_provider, p_model, 0);\n  IF p_send AND v_attempt.id IS NOT NULL THEN\n    UPDATE attempts a SET status = 'running' WHERE a.id = v_attempt.id RETURNING * INTO v_attempt;\n  END IF;\n",
+    tests: ['test/db/row-versions.test.ts'],
+    testNamePattern: 'already sent',
+  },
+  {
+    name: "a winning attempt's outcome and usage are one new version of its row",
+    file: 'migrations/0025_row_versions.sql',
+    find: "    IF p_usage AND NOT v_reported THEN\n      UPDATE attempts a SET status = 'succeeded', ended_at = now(),\n",
+    replace: "    IF p_usage AND NOT v_reported THEN\n      UPDATE attempts a SET status = 'succeeded', ended_at = now() WHERE a.id = p_attempt;\n      UPDATE attempts a SET status = 'succeeded', ended_at = now(),\n",
+    tests: ['test/db/row-versions.test.ts'],
+    testNamePattern: 'winner with its usage',
+  },
+  {
+    name: "a job's terminal write after its last effect comes after its event (its details are built once, complete)",
+    file: 'migrations/0025_row_versions.sql',
+    find: "  INSERT INTO job_events (job_id, type, detail) VALUES (p_job, 'job.succeeded', '{}'::jsonb);\n  UPDATE jobs j SET status = 'succeeded', result = p_result::jsonb, version = j.version + 1, terminal_at = now(), updated_at = now()\n   WHERE j.id = p_job;\n",
+    replace: "  UPDATE jobs j SET status = 'succeeded', result = p_result::jsonb, version = j.version + 1, terminal_at = now(), updated_at = now()\n   WHERE j.id = p_job;\n  INSERT INTO job_events (job_id, type, detail) VALUES (p_job, 'job.succeeded', '{}'::jsonb);\n",
+    tests: ['test/db/row-versions.test.ts'],
+    testNamePattern: 'last effect with the terminal write',
+  },
+  {
+    name: "an answer that ends a job is written terminal after its events (its details are built once, complete)",
+    file: 'migrations/0025_row_versions.sql',
+    find: "      INSERT INTO job_events (job_id, type, detail) VALUES (p_job, 'job.succeeded', jsonb_build_object('attemptId', p_attempt));\n      UPDATE jobs SET status = 'succeeded', result = p_result::jsonb, terminal_at = now() WHERE id = p_job;\n",
+    replace: "      UPDATE jobs SET status = 'succeeded', result = p_result::jsonb, terminal_at = now() WHERE id = p_job;\n      INSERT INTO job_events (job_id, type, detail) VALUES (p_job, 'job.succeeded', jsonb_build_object('attemptId', p_attempt));\n",
+    tests: ['test/db/row-versions.test.ts'],
+    testNamePattern: 'ends a job without effects',
+  },
+  {
+    name: 'an attempt that sent nothing costs exactly 0, also at a price the ledger does not know (invariant 13)',
+    file: 'migrations/0025_row_versions.sql',
+    find: "  SELECT CASE WHEN p_input = 0 AND p_output = 0 THEN 0\n              WHEN",
+    replace: "  SELECT CASE WHEN",
+    tests: ['test/metering/settlement.test.ts'],
   },
 ];
