@@ -158,7 +158,7 @@ export async function breakdownSection(infra: Infra, opts: { jobs: number }, log
         { section: 'breakdown', measure: 'API: main thread / other threads (ms/job)', value: `${perJob(a.main)} / ${perJob(a.others + a.core)}` },
         { section: 'breakdown', measure: 'worker: main thread / Rust core / other threads (ms/job)', value: `${perJob(w.main)} / ${perJob(w.core)} / ${perJob(w.others)}` },
         { section: 'breakdown', measure: "worker: other threads by name (ms/job)", value: threadsByName(w, opts.jobs) },
-        { section: 'breakdown', measure: "PostgreSQL round trips per job (the clients' statements)", value: fixed(Number(t.trips) / opts.jobs), target: '<= 8', ok: Number(t.trips) / opts.jobs <= 8 },
+        { section: 'breakdown', measure: "PostgreSQL round trips per job (the clients' statements)", value: fixed(Number(t.trips) / opts.jobs, 2), target: '<= 8', ok: Number(t.trips) / opts.jobs <= 8 },
         { section: 'breakdown', measure: 'PostgreSQL transactions per job (all, read-only ones too)', value: fixed(Number(database[0]!.xact_commit) / opts.jobs), target: '<= 4', ok: Number(database[0]!.xact_commit) / opts.jobs <= 4 },
         { section: 'breakdown', measure: 'PostgreSQL transactions that write, per job (transaction ids taken)', value: fixed(writes / opts.jobs) },
         {
