@@ -23,7 +23,7 @@ export async function recordOperationVersions(db: Queryable, operations: Operati
     for (const version of operation.versions) {
       const digest = schemaDigest(version.input);
       // A new version is recorded; a changed schema replaces the old one only while no job of that version exists.
-      const { rows } = await db.query<{ schema_digest: string }>(
+      let { rows } = await db.query<{ schema_digest: string }>(
         `WITH written AS (
            INSERT INTO operation_versions AS v (operation, schema_version, schema_digest)
            VALUES ($1, $2, $3)
@@ -37,6 +37,11 @@ export async function recordOperationVersions(db: Queryable, operations: Operati
          SELECT schema_digest FROM operation_versions WHERE operation = $1 AND schema_version = $2 AND NOT EXISTS (SELECT 1 FROM written)`,
         [operation.name, version.schemaVersion, digest],
       );
+      // No row: another process (the API and a worker start together) inserted it after this statement's snapshot was
+      // taken, and the insert waited for its commit; a new statement sees what it recorded.
+      if (rows.length === 0) {
+        ({ rows } = await db.query<{ schema_digest: string }>('SELECT schema_digest FROM operation_versions WHERE operation = $1 AND schema_version = $2', [operation.name, version.schemaVersion]));
+      }
       if (rows[0]?.schema_digest === digest) continue;
       const origin = version.origin ?? { file: `operation ${operation.name}`, pointer: '' };
       refused.push({

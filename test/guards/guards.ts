@@ -174,6 +174,14 @@ export const GUARDS: Guard[] = [
     testNamePattern: 'is refused at start',
   },
   {
+    name: 'the API and a worker starting together both record an unchanged input schema (the row another committed after the snapshot is read again)',
+    file: 'src/ledger/operation-versions.ts',
+    find: '      if (rows.length === 0) {',
+    replace: '      if (false) {',
+    tests: ['test/operations/version-discipline.test.ts'],
+    testNamePattern: 'two processes at once',
+  },
+  {
     name: "no new attempt starts with less time left before the caller's deadline than the operation's minimum for one",
     file: "src/activities/job-activities.ts",
     find: "if (job.deadlineLeftMs !== null && job.deadlineLeftMs < minAttemptMs) {",

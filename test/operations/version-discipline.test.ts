@@ -71,6 +71,34 @@ describe('an input schema changed without a version bump', () => {
     await expect(recordOperationVersions(db.pool, registry(true))).resolves.toBeUndefined();
   });
 
+  it('an unchanged schema recorded by two processes at once (the API and a worker starting together) starts both', async () => {
+    // Arrange: one process has inserted the versions and not committed yet.
+    const other = await db.pool.connect();
+    let second: Promise<void>;
+    let waited = false;
+    try {
+      await other.query('BEGIN');
+      await recordOperationVersions(other, registry(false));
+
+      // Act: the other process's statement waits for that insert, which then commits.
+      second = recordOperationVersions(db.pool, registry(false));
+      second.catch(() => undefined);
+      for (let i = 0; i < 500 && !waited; i++) {
+        const { rows } = await db.pool.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO operation_versions%'");
+        waited = rows[0].n > 0;
+        if (!waited) await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await other.query('COMMIT');
+    } finally {
+      other.release();
+    }
+
+    // Assert: it waited, and it is not refused: the schema it would record is the one recorded.
+    expect(waited).toBe(true);
+    await expect(second).resolves.toBeUndefined();
+    expect((await digests()).map((row) => row.schema_digest)).toEqual(registry(false).get('support.ask')!.versions.map((v) => schemaDigest(v.input)));
+  });
+
   it('an unchanged schema starts again and again', async () => {
     await recordOperationVersions(db.pool, registry(false));
     await expect(recordOperationVersions(db.pool, registry(false))).resolves.toBeUndefined();
