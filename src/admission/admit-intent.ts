@@ -15,11 +15,11 @@ import type { Pool } from 'pg';
 import type { OnceflowConfig } from '../config';
 import { admit, WorkflowStartError } from './admit';
 import { ProblemError, ProblemType } from '../api/problems';
-import { deadlinePassed, effectiveDeadline, refusePastDeadline } from '../api/request-deadline';
+import { effectiveDeadline, refusePastDeadline } from '../api/request-deadline';
 import type { JobWaiter } from '../api/job-waiter';
 import type { RouteChooser } from '../canary/serving';
 import { isTerminal } from '../jobs/status';
-import { budgetApplies, spentBudget, utcDay } from '../ledger/budgets';
+import { spentBudget, utcDay } from '../ledger/budgets';
 import { getJob, IdempotencyKeyReusedError } from '../ledger/jobs';
 import { loadJobDetailsById, type JobDetails } from '../ledger/job-details';
 import { countJobAdmitted } from '../metrics/job-outcomes';
@@ -139,16 +139,13 @@ export function createAdmission(deps: AdmissionDeps) {
           ...(deadlineAt ? { deadlineAt } : {}),
           ...(operation.reopenFailed ? { reopenFailed: true } : {}),
         },
-        // Only a new intent is checked: a retry of an existing key is answered whatever its header says now.
-        // With nothing to check, the look for the key's job and the insert of a new one are one statement.
-        deadlinePassed(deadlineAt, now) || (deps.budgets && budgetApplies(deps.budgets))
-          ? {
-              beforeNewJob: async () => {
-                refusePastDeadline(deadlineAt, request.deadline?.raw, now);
-                await refuseOverBudget(request.principalId);
-              },
-            }
-          : {},
+        {
+          beforeNewJob: async () => {
+            // Only a new intent: a retry of an existing key is answered whatever its header says now.
+            refusePastDeadline(deadlineAt, request.deadline?.raw, now);
+            await refuseOverBudget(request.principalId);
+          },
+        },
       );
     } catch (err) {
       if (err instanceof IdempotencyKeyReusedError) {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
-import { findOrAdmitJob, loadJobDetailsById, loadJobDetailsByScope, newJobDetails, type JobDetails } from '../ledger/job-details';
-import { admitJob, IdempotencyKeyReusedError, reopenFailedJob, type JobRecord, type NewJob } from '../ledger/jobs';
+import { loadJobDetailsById, loadJobDetailsByScope, newJobDetails, type JobDetails } from '../ledger/job-details';
+import { admitJob, IdempotencyKeyReusedError, reopenFailedJob, type JobRecord } from '../ledger/jobs';
 import { startOrAttachJobWorkflow, type WorkflowTarget } from '../temporal/starter';
 import { requestDigest } from '../jobs/digest';
 import { jobRunWorkflowId, jobWorkflowId, type JobScope } from '../jobs/scope';
@@ -42,12 +42,9 @@ export class WorkflowStartError extends Error {
 }
 
 /**
- * Turns an intent into its one job. The look for the scope's job and the
- * insert of a new one are one statement, and the unique constraint on the
- * scope decides who created it (invariant 1); another digest is a conflict
- * (invariant 2). With `beforeNewJob` (something to check before a new job is
- * written), a retry is answered by one read and only a new intent is checked
- * and inserted. A job
+ * Turns an intent into its one job. A retry is answered by one read; a new
+ * intent is inserted, and the unique constraint on the scope decides who
+ * created it (invariant 1); another digest is a conflict (invariant 2). A job
  * that is not terminal gets its workflow started or attached (which repairs a
  * job whose workflow never started); a terminal one is answered from Postgres
  * alone (invariant 9) — unless its operation declares `reopenFailed` and the
@@ -60,37 +57,17 @@ export class WorkflowStartError extends Error {
  */
 export async function admit(db: Pool, workflows: WorkflowTarget, intent: Intent, opts: { beforeNewJob?: () => Promise<void> } = {}): Promise<Admission> {
   const digest = requestDigest(intent.operation, intent.schemaVersion, intent.input);
-  // The id is chosen here, so a canary's share can be decided by it before the insert; the
-  // unique constraint on the scope still decides whether this insert creates the job.
-  const newJob = async (): Promise<NewJob> => {
-    const id = randomUUID();
-    const routeVersion = typeof intent.routeVersion === 'function' ? await intent.routeVersion(id) : intent.routeVersion;
-    return { ...intent, id, routeVersion, requestDigest: digest, workflowId: jobWorkflowId(intent) };
-  };
-  let details: JobDetails | undefined;
+  let details = await loadJobDetailsByScope(db, intent);
   let created = false;
+  // Only a new intent is checked (budgets): a replay of an existing key is always answered.
+  if (!details) await opts.beforeNewJob?.();
   let routeVersion: string | undefined;
-  if (opts.beforeNewJob) {
-    details = await loadJobDetailsByScope(db, intent);
-    // Only a new intent is checked (budgets): a replay of an existing key is always answered.
-    if (!details) await opts.beforeNewJob();
-  } else {
-    // Nothing to check before a new job: one round trip finds the scope's job or inserts it.
-    const job = await newJob();
-    const admitted = await findOrAdmitJob(db, job);
-    if (admitted?.created) {
-      created = true;
-      routeVersion = job.routeVersion;
-      details = newJobDetails(admitted.job);
-    } else {
-      // Undefined: a concurrent admission inserted it after this statement's snapshot; it is there now (or gone by retention: inserted below).
-      details = admitted?.details ?? (await loadJobDetailsByScope(db, intent));
-    }
-  }
   while (!details) {
-    const job = await newJob();
-    routeVersion = job.routeVersion;
-    const admitted = await admitJob(db, job);
+    // The id is chosen here, so a canary's share can be decided by it before the insert; the
+    // unique constraint on the scope still decides whether this insert creates the job.
+    const id = randomUUID();
+    routeVersion = typeof intent.routeVersion === 'function' ? await intent.routeVersion(id) : intent.routeVersion;
+    const admitted = await admitJob(db, { ...intent, id, routeVersion, requestDigest: digest, workflowId: jobWorkflowId(intent) });
     created = admitted.created;
     // A new job's history is its created event, written with it; a found one is read
     // (undefined only if retention removed the row in between: admit again).

@@ -49,12 +49,7 @@ export function effectiveDeadline(requested: Date | undefined, policy: DeadlineP
  * @throws ProblemError 400 (invalid-deadline).
  */
 export function refusePastDeadline(deadline: Date | undefined, raw: string | undefined, now: Date): void {
-  if (deadlinePassed(deadline, now)) {
+  if (deadline !== undefined && deadline.getTime() <= now.getTime()) {
     throw invalid(raw ?? deadline.toISOString(), `has already passed (it is ${now.toISOString()} here)`);
   }
-}
-
-/** Whether a deadline has passed at `now` (a new intent with it is refused: refusePastDeadline). */
-export function deadlinePassed(deadline: Date | undefined, now: Date): deadline is Date {
-  return deadline !== undefined && deadline.getTime() <= now.getTime();
 }

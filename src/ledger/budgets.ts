@@ -4,11 +4,6 @@ import type { Queryable } from './queryable';
 /** Which daily budget a principal has used up, if any. */
 export type SpentBudget = 'cost' | 'tokens';
 
-/** Whether any daily budget is set (each unset one does not apply). */
-export function budgetApplies(budget: BudgetConfig): boolean {
-  return budget.costPerDay !== undefined || budget.tokensPerDay !== undefined;
-}
-
 /**
  * Whether a principal has used up a daily budget, by its spending since
  * `dayStart` (migration 0018's view: settlements and what was learned after
@@ -19,7 +14,7 @@ export function budgetApplies(budget: BudgetConfig): boolean {
  * burst of new intents may overshoot by them.
  */
 export async function spentBudget(db: Queryable, principalId: string, budget: BudgetConfig, dayStart: Date): Promise<SpentBudget | undefined> {
-  if (!budgetApplies(budget)) return undefined;
+  if (budget.costPerDay === undefined && budget.tokensPerDay === undefined) return undefined;
   // Only the budget's currency counts toward a cost budget: currencies are never added together.
   const { rows } = await db.query<{ cost_spent: boolean | null; tokens_spent: boolean | null }>(
     `SELECT COALESCE(sum(${budget.measure === 'provider_cost' ? 'provider_cost' : 'billable'}) FILTER (WHERE currency = $3), 0) >= $4::numeric AS cost_spent,

@@ -1,5 +1,5 @@
 import { JobEventType } from './events';
-import { INSERT_JOB_CTES, JOB_COLUMNS, newJobParams, toJobRecord, type JobRecord, type NewJob } from './jobs';
+import { JOB_COLUMNS, toJobRecord, type JobRecord } from './jobs';
 import type { JobScope } from '../jobs/scope';
 import { prepared } from '../db/prepared';
 import type { Queryable } from './queryable';
@@ -58,37 +58,10 @@ const SELECT_DETAILS = `SELECT ${JOB_COLUMNS},
 const BY_ID = `${SELECT_DETAILS} WHERE jobs.id = $1`;
 const BY_SCOPE = `${SELECT_DETAILS} WHERE principal_id = $1 AND operation = $2 AND idempotency_key = $3`;
 
-/**
- * The look for the scope's job and the insert of a new one, as one
- * statement: the found job with its details, or the inserted row (with
- * `created`). The snapshot of the look is the statement's; the insert's
- * ON CONFLICT waits for a concurrent insert of the scope and then inserts
- * nothing, so both branches may come back empty.
- */
-const FOUND_OR_INSERTED = `WITH found AS (${BY_SCOPE}), ${INSERT_JOB_CTES}
-  SELECT found.*, false AS created FROM found
-  UNION ALL
-  SELECT inserted.*, NULL, NULL, NULL, true FROM inserted`;
-
 /** A job and its details by id, or undefined. */
 export async function loadJobDetailsById(db: Queryable, id: string): Promise<JobDetails | undefined> {
   const { rows } = await db.query<DetailsRow>(prepared(BY_ID, [id]));
   return toDetails(rows[0]);
-}
-
-/**
- * Admits an intent in one round trip: the job its scope holds, with its
- * details, or the new job (the unique constraint on the scope decides,
- * invariant 1). The caller compares digests (invariant 2).
- * @returns the found job's details, or the created job; undefined when a
- * concurrent admission inserted the scope's job after this statement's
- * snapshot was taken (look again: loadJobDetailsByScope).
- */
-export async function findOrAdmitJob(db: Queryable, job: NewJob): Promise<{ created: false; details: JobDetails } | { created: true; job: JobRecord } | undefined> {
-  const { rows } = await db.query<DetailsRow & { created: boolean }>(prepared(FOUND_OR_INSERTED, newJobParams(job)));
-  const row = rows[0];
-  if (!row) return undefined;
-  return row.created ? { created: true, job: toJobRecord(row) } : { created: false, details: toDetails(row)! };
 }
 
 /** The job of a scope and its details, or undefined. */

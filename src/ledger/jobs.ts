@@ -102,27 +102,6 @@ export interface NewJob extends JobScope {
 }
 
 /**
- * A new job's insert with its created event, as the CTEs `inserted` and
- * `created` of one statement ($1–$11: newJobParams). The unique constraint
- * on the scope decides whether the row is written (invariant 1); the event is
- * written only when it was.
- */
-export const INSERT_JOB_CTES = `inserted AS (
-         INSERT INTO jobs (id, principal_id, operation, idempotency_key, request_digest, schema_version, input, workflow_id, billing, route_version, deadline_at)
-         VALUES (COALESCE($10::uuid, gen_random_uuid()), $1, $2, $3, $4, $5, $6, $7, $8, $9, $11)
-         ON CONFLICT (principal_id, operation, idempotency_key) DO NOTHING
-         RETURNING ${JOB_COLUMNS}
-       ), created AS (
-         INSERT INTO job_events (job_id, type, detail, created_at)
-         SELECT id, '${JobEventType.created}', jsonb_build_object('requestDigest', request_digest), created_at FROM inserted
-       )`;
-
-/** INSERT_JOB_CTES's parameters: the scope first ($1–$3), as a look for the scope's job names it. */
-export function newJobParams(job: NewJob): unknown[] {
-  return [job.principalId, job.operation, job.idempotencyKey, job.requestDigest, job.schemaVersion, job.input, job.workflowId, job.billing === 'all-attempts' ? 'all_attempts' : 'winner', job.routeVersion ?? null, job.id ?? null, job.deadlineAt ?? null];
-}
-
-/**
  * Admits an intent: the unique constraint on the scope decides whether this
  * call created the job (invariant 1); a found job with another digest is a
  * conflict (invariant 2).
@@ -134,7 +113,21 @@ export async function admitJob(db: Queryable, job: NewJob): Promise<{ job: JobRe
   for (;;) {
     // Invariant 1: the database, not this code, decides who creates the job.
     // The created event is written by the same statement, only when the row was.
-    const inserted = await db.query<JobRow>(prepared(`WITH ${INSERT_JOB_CTES} SELECT * FROM inserted`, newJobParams(job)));
+    const inserted = await db.query<JobRow>(
+      prepared(
+        `WITH inserted AS (
+         INSERT INTO jobs (id, principal_id, operation, idempotency_key, request_digest, schema_version, input, workflow_id, billing, route_version, deadline_at)
+         VALUES (COALESCE($10::uuid, gen_random_uuid()), $1, $2, $3, $4, $5, $6, $7, $8, $9, $11)
+         ON CONFLICT (principal_id, operation, idempotency_key) DO NOTHING
+         RETURNING ${JOB_COLUMNS}
+       ), created AS (
+         INSERT INTO job_events (job_id, type, detail, created_at)
+         SELECT id, '${JobEventType.created}', jsonb_build_object('requestDigest', request_digest), created_at FROM inserted
+       )
+       SELECT * FROM inserted`,
+        [job.principalId, job.operation, job.idempotencyKey, job.requestDigest, job.schemaVersion, job.input, job.workflowId, job.billing === 'all-attempts' ? 'all_attempts' : 'winner', job.routeVersion ?? null, job.id ?? null, job.deadlineAt ?? null],
+      ),
+    );
     if (inserted.rows[0]) return { job: toJobRecord(inserted.rows[0]), created: true };
     const existing = await findJobByScope(db, job);
     if (!existing) continue;

@@ -4,7 +4,7 @@ import { checkout, WARM_CONNECTIONS } from '../db/pool';
 import { commitAndClaim, getAttempt, listAttempts, markAttemptRunning, openAttemptLocked, openFirstAttempt } from '../ledger/attempts';
 import { providerStanding } from '../ledger/contracts';
 import { beginEffectTry, settleEffectAndJob } from '../ledger/effects';
-import { findOrAdmitJob, loadJobDetailsById, loadJobDetailsByScope } from '../ledger/job-details';
+import { loadJobDetailsById, loadJobDetailsByScope } from '../ledger/job-details';
 import { lockJobRow, peekJobRow } from '../ledger/job-row';
 import { admitJob, getJob } from '../ledger/jobs';
 import { readJobEnded } from '../ledger/job-ended';
@@ -15,7 +15,7 @@ const REHEARSAL = 'onceflow.rehearsal';
 
 /**
  * Takes one database connection through the statements of a job's happy
- * path, as the API and the worker run them (admission, both ways, and the waiter's
+ * path, as the API and the worker run them (admission and the waiter's
  * reads; the provider's standing (run-time record and verification); the attempt opened, sent and won
  * with its usage and the effect's claim; the effect's try and settlement;
  * the terminal write with its settlement; the outcome read), on a job of its
@@ -32,11 +32,8 @@ export async function rehearseJob(client: PoolClient): Promise<void> {
   const scope = { principalId: REHEARSAL, operation: REHEARSAL, idempotencyKey: randomUUID() };
   await client.query('BEGIN');
   try {
-    // Admission both ways: the look and the insert (with something to check in between), then the one statement, finding the job.
-    const newJob = { ...scope, requestDigest: '0'.repeat(64), schemaVersion: 1, input: {}, workflowId: `${REHEARSAL}-${scope.idempotencyKey}` };
     await loadJobDetailsByScope(client, scope);
-    const { job } = await admitJob(client, newJob);
-    if ((await findOrAdmitJob(client, { ...newJob, id: randomUUID() }))?.created !== false) throw new Error('the rehearsal job was not found by its scope');
+    const { job } = await admitJob(client, { ...scope, requestDigest: '0'.repeat(64), schemaVersion: 1, input: {}, workflowId: `${REHEARSAL}-${scope.idempotencyKey}` });
     await getJob(client, job.id);
     // A new job's first attempt, the short way (openFirstAttempt, opened and marked sent), then the long way's statements on the same job.
     await peekJobRow(client, job.id, { withInput: true });

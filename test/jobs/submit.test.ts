@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { requestDigest } from '../../src/jobs/digest';
 import { jobWorkflowId } from '../../src/jobs/scope';
-import { findOrAdmitJob } from '../../src/ledger/job-details';
 import { admitJob } from '../../src/ledger/jobs';
 import { auth, KEYS, startTestStack, type TestStack } from '../harness/stack';
 
@@ -38,43 +37,6 @@ describe('POST /v1/jobs', () => {
     const runs = [];
     for await (const run of stack.temporal.client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) runs.push(run);
     expect(runs).toHaveLength(1);
-  });
-
-  it('admits in one statement: a key with no job gets one; an insert racing an uncommitted one of the same key inserts nothing, and the next look finds that job', async () => {
-    // Arrange: another admission of the key has inserted its job and not committed yet.
-    const key = `race-${randomUUID()}`;
-    const scope = { principalId: 'alice', operation: 'support.reply', idempotencyKey: key };
-    const newJob = { ...scope, input: input(), schemaVersion: 1, requestDigest: requestDigest('support.reply', 1, input()), workflowId: jobWorkflowId(scope) };
-    const other = await stack.db.pool.connect();
-    let racing: ReturnType<typeof findOrAdmitJob>;
-    let first: Awaited<ReturnType<typeof admitJob>>;
-    let waited = false;
-    try {
-      await other.query('BEGIN');
-      first = await admitJob(other, { ...newJob, id: randomUUID() });
-
-      // Act: this admission's statement waits for the other's insert of the scope, which then commits.
-      racing = findOrAdmitJob(stack.db.pool, { ...newJob, id: randomUUID() });
-      for (let i = 0; i < 500 && !waited; i++) {
-        const { rows } = await stack.db.pool.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'WITH found AS%'");
-        waited = rows[0].n > 0;
-        if (!waited) await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-      await other.query('COMMIT');
-    } finally {
-      other.release();
-    }
-    const raced = await racing;
-    const again = await findOrAdmitJob(stack.db.pool, { ...newJob, id: randomUUID() });
-    const fresh = await findOrAdmitJob(stack.db.pool, { ...newJob, ...{ idempotencyKey: `${key}-new` }, id: randomUUID() });
-
-    // Assert: the racing statement waited for the other's insert; it inserted nothing, and the scope holds the other admission's job, found by the next look.
-    expect(waited).toBe(true);
-    expect(raced).toBeUndefined();
-    expect(await countJobs(key)).toBe(1);
-    expect(again).toMatchObject({ created: false, details: { job: { id: first.job.id, status: 'accepted' } } });
-    expect(fresh).toMatchObject({ created: true, job: { idempotencyKey: `${key}-new`, status: 'accepted' } });
-    expect(await countJobs(`${key}-new`)).toBe(1);
   });
 
   it('rejects the same key with another input with 409 and leaves the original job untouched', async () => {
