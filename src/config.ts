@@ -284,7 +284,7 @@ function effectsConfig(env: NodeJS.ProcessEnv): OnceflowConfig['effects'] {
   };
 }
 
-/** How the API treats slow clients, connections and failed authentications (README, "Configuration"). */
+/** How the API treats slow clients, connections and failed authentications (docs/configuration.md). */
 export interface ApiEdgeConfig {
   /** All request headers must arrive within this (408 otherwise). */
   headersTimeoutMs: number;

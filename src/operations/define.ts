@@ -51,7 +51,7 @@ export interface OperationSpec<Input = any, Output = any> {
   deadline?: DeadlinePolicy;
   /** Whether effects still run once the deadline has passed (default true); false fails the job before any claim. */
   effectsAfterDeadline?: boolean;
-  /** A read-only generation (no effects) may hedge after a timeout, within a budget (README, Retry policies). */
+  /** A read-only generation (no effects) may hedge after a timeout, within a budget (docs/operations.md, "Retry policies"). */
   retry?: { hedge?: HedgePolicy };
   /** Whether the same intent after a failed job with no effect claimed starts the job's next run (default false: the failure is replayed). */
   reopenFailed?: boolean;

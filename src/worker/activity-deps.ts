@@ -44,7 +44,7 @@ export function buildActivityDeps(parts: WorkerParts): ActivityDeps {
   // A missing adapter is a boot error, not a job that fails at its effect.
   for (const operation of parts.operations.values()) {
     const missing = (operation.effects ?? []).filter((name) => !adapters.has(name));
-    if (missing.length) throw new Error(`operation ${operation.name} needs effect ${missing.join(', ')}, which has no adapter in this deployment (see the README, Effects)`);
+    if (missing.length) throw new Error(`operation ${operation.name} needs effect ${missing.join(', ')}, which has no adapter in this deployment (see docs/effects.md)`);
   }
   return {
     db: parts.db,

@@ -30,7 +30,7 @@ export default async function globalSetup(): Promise<void> {
     })(),
     (async () => {
       const cli = await resolveTemporalCli({ build: true, log });
-      if (!cli) throw new Error('no Temporal CLI: install Go (to build it) or set TEMPORAL_CLI_PATH; see README');
+      if (!cli) throw new Error('no Temporal CLI: install Go (to build it) or set TEMPORAL_CLI_PATH; see docs/production.md');
       const config = { ...loadTemporalDevConfig(), port: await freePort(), ui: false, dbFilename: undefined, namespace: 'onceflow-test' };
       const server = await startDevServer(cli.path, config, log);
       stops.push(server.stop);
