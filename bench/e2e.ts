@@ -36,6 +36,9 @@ export async function startOnceflow(infra: Infra, env: NodeJS.ProcessEnv = {}): 
     ONCEFLOW_API_PORT: '0',
     ONCEFLOW_WORKER_METRICS_PORT: '0',
     ONCEFLOW_RATE_LIMIT_PER_MINUTE: '100000000',
+    // As under `npm start`, or a deployment that ran `onceflow effects verify`: the effects' drills have passed, so
+    // recovery may rely on the claims they show (and a winner's first claim is born in its first try).
+    ONCEFLOW_EFFECTS_VERIFY_AT_START: '1',
     SIM_PRIMARY_PORT: portOf(infra.sims.primaryUrl),
     SIM_BACKUP_PORT: portOf(infra.sims.backupUrl),
     SIM_DOWNSTREAM_PORT: portOf(infra.sims.downstreamUrl),

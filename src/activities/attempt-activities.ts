@@ -117,7 +117,8 @@ export function createAttemptActivities(deps: ActivityDeps) {
       return { outcome: 'violation' };
     }
     // With effects to run, the job is not done yet: its result waits for their receipts.
-    const claim = first && claimFor ? { name: first, owner: claimFor.owner, leaseMs: deps.effectTimeoutMs } : undefined;
+    // Born in its first try when its receipt lookup is verified: the try's mark is no write of its own.
+    const claim = first && claimFor ? { name: first, owner: claimFor.owner, leaseMs: deps.effectTimeoutMs, sending: await deps.effects.claimsSending(first) } : undefined;
     const hedged = operation.retry?.hedge !== undefined;
     const result = 'result' in check ? { result: check.result } : {};
     const { outcome, claimed, usageRecorded, ended } = await commitAndClaim(db, attempt, check.output, { terminal: !first, ...result, ...(claim ? { claim } : {}), ...(usage ? { usage } : {}), ...(hedged ? { hedged } : {}) });

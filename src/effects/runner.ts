@@ -92,6 +92,9 @@ const WHY = {
   lookup_failing: 'the receipt lookup keeps failing',
 } as const;
 
+/** How long one reading of an effect's lookup standing decides how its claims are born (claimsSending). */
+export const TRUST_READ_MS = 30_000;
+
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -105,6 +108,8 @@ export function createEffectRunner(deps: EffectRunnerDeps) {
   const callTimeoutMs = settings.callTimeoutMs ?? Math.floor(settings.leaseMs / 4);
   const maxLookupFailures = settings.maxLookupFailures ?? DEFAULT_MAX_LOOKUP_FAILURES;
   const verificationMaxAgeMs = settings.verificationMaxAgeMs ?? DEFAULT_VERIFICATION_MAX_AGE_MS;
+  /** Whether each effect's lookup held a current pass when last read, and until when that reading is used (epoch ms). */
+  const lookupTrusted = new Map<string, { trusted: boolean; untilMs: number }>();
 
   /**
    * Invariant 14, the repeat gate: a send that may have happened is repeated
@@ -195,7 +200,7 @@ export function createEffectRunner(deps: EffectRunnerDeps) {
    * it did not (a repeat after lookups that could not answer), so a "no" from
    * the downstream proves nothing either: it goes to review, never to failed.
    */
-  async function execute(effect: EffectRecord, call: EffectCall, known?: EffectContext, maybePerformed = false): Promise<EffectState> {
+  async function execute(effect: EffectRecord, call: EffectCall, known?: EffectContext, maybePerformed = false, tryBegun = false): Promise<EffectState> {
     const adapter = adapterFor(effect.name);
     const context = known ?? (await contextFor(effect.jobId, effect, call.signal));
     if (adapter.performInTransaction) {
@@ -210,12 +215,15 @@ export function createEffectRunner(deps: EffectRunnerDeps) {
       if (finished.outcome !== 'open') await afterJobEnded(db, metrics, effect.jobId, undefined, finished.ended);
       return stateOf(effect.jobId, effect.name);
     }
+    // A claim born `sending` (see claimsSending) is its first try, begun by the commit that claimed it.
+    let begun = tryBegun ? effect.tries : undefined;
     for (;;) {
       // A caller that was given up on (its activity timed out or was cancelled) sends nothing:
-      // the claim stays `claimed`, and whoever recovers it performs it.
+      // the claim stays as it is (`claimed`: whoever recovers it performs it; `sending`: its receipt is looked up first).
       if (call.signal?.aborted) return stateOf(effect.jobId, effect.name);
       // Invariant 8: the ledger says `sending` before anything goes out.
-      const tries = await beginEffectTry(db, effect.id, call.owner);
+      const tries = begun ?? (await beginEffectTry(db, effect.id, call.owner));
+      begun = undefined;
       if (tries === undefined) return stateOf(effect.jobId, effect.name);
       const result = await adapter.perform!(context);
       switch (result.kind) {
@@ -268,10 +276,35 @@ export function createEffectRunner(deps: EffectRunnerDeps) {
 
     /**
      * Performs an effect the caller has just claimed (with the winning
-     * answer, in one transaction), with the job's input and output it holds.
+     * answer, in one transaction), with the job's input and output it holds;
+     * a claim born `sending` is its first try already marked.
      */
     async performClaimed(effect: EffectRecord, call: EffectCall, context: Omit<EffectContext, 'key' | 'signal'>): Promise<EffectState> {
-      return execute(effect, call, { ...context, key: effect.key, signal: call.signal });
+      return execute(effect, call, { ...context, key: effect.key, signal: call.signal }, false, effect.phase === EffectPhase.sending);
+    },
+
+    /**
+     * Whether the claim of `name` that comes with a winning answer may be
+     * born `sending`, its first try marked in the same commit: only for an
+     * effect sent over the wire whose receipt lookup holds a current pass of
+     * its drills (invariant 14), so that a worker lost between the commit and
+     * the send leaves a claim recovery settles by that lookup (invariant 8),
+     * never one it must hand to an operator. The standing is read at most
+     * once per `TRUST_READ_MS` per effect: a reading gone stale meanwhile
+     * costs only that, in the rare loss between commit and send, the lookup's
+     * own check at recovery decides (a refusal to rely on it sends the effect
+     * to review); it never lets anything be sent twice.
+     */
+    async claimsSending(name: string): Promise<boolean> {
+      const adapter = deps.adapters.get(name);
+      if (!adapter?.perform || adapter.performInTransaction || !adapter.lookup || !adapter.verifiable) return false;
+      const nowMs = Date.now();
+      const known = lookupTrusted.get(name);
+      if (known && nowMs < known.untilMs) return known.trusted;
+      const { lookup } = await effectTrust(db, adapter, verificationMaxAgeMs, nowMs);
+      const untilMs = nowMs + (lookup.current ? Math.min(TRUST_READ_MS, lookup.verifiedAt.getTime() + verificationMaxAgeMs - nowMs) : TRUST_READ_MS);
+      lookupTrusted.set(name, { trusted: lookup.current, untilMs });
+      return lookup.current;
     },
 
     /**

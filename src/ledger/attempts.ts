@@ -342,7 +342,8 @@ export interface CommitOptions {
   terminal: boolean;
   /** With `terminal`: the job's result (the operation's finalize of the output), when it is not the output itself. */
   result?: unknown;
-  claim?: { name: string; owner: string; leaseMs: number };
+  /** With `sending`, the claim is born in its first try (see EffectRunner.claimsSending). */
+  claim?: { name: string; owner: string; leaseMs: number; sending?: boolean };
   usage?: AttemptUsage;
   /**
    * The job hedges (a read-only generation): attempts in flight side by side
@@ -366,7 +367,7 @@ export async function commitAndClaim(
   output: unknown,
   opts: CommitOptions,
 ): Promise<CommitResult> {
-  // One call, which is its own transaction when `db` is the pool (ledger_commit_answer, migration 0023).
+  // One call, which is its own transaction when `db` is the pool (ledger_commit_answer, migration 0026).
   // Invariant 5: one winner, by compare-and-swap on the version the attempt
   // opened with. A hedged job's attempts run side by side: each may win while
   // it is live and the job is open. A miss records the race; an ended attempt
@@ -374,7 +375,7 @@ export async function commitAndClaim(
   const outputText = JSON.stringify(output);
   const { rows } = await db.query<{ outcome: CommitOutcome; usage: UsageRow | null; claimed: EffectRow | null; ended: JobEndedRow | null }>(
     prepared(
-      `SELECT outcome, usage, claimed, ended FROM ledger_commit_answer($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`,
+      `SELECT outcome, usage, claimed, ended FROM ledger_commit_answer($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)`,
       [
         attempt.jobId,
         attempt.id,
@@ -391,6 +392,7 @@ export async function commitAndClaim(
         opts.claim ? effectKey(attempt.jobId, opts.claim.name) : null,
         opts.claim?.owner ?? null,
         opts.claim?.leaseMs ?? null,
+        opts.claim?.sending === true,
       ],
     ),
   );

@@ -88,6 +88,46 @@ function jobWork(ran: Ran[], ofJob: Set<Ran>): { roundTrips: Ran[]; transactions
   return { roundTrips, transactions };
 }
 
+/** The transactions of a job's work that write, each as its statements shown. */
+const writesOf = (work: { transactions: Ran[][] }): string[] =>
+  work.transactions
+    .filter((block) => block.some((statement) => /\b(INSERT|UPDATE|DELETE)\b|\bFROM ledger_(open_first_attempt|open_attempt|commit_answer|settle_effect)\(/.test(statement.text)))
+    .map((block) => block.map((statement) => shown(statement)).join(' / '));
+
+/**
+ * Runs one reply job through `stack` and records its statements: those that
+ * carried the job's key or ids (not a sweeper's or a canary's meanwhile), in
+ * the order they ran, and its round trips and transactions.
+ */
+async function recordOneJob(stack: TestStack): Promise<{ ofThisJob: Ran[]; work: { roundTrips: Ran[]; transactions: Ran[][] } }> {
+  // Every statement the shared pool runs while one job goes through is recorded (the API and the worker's activities use it).
+  const ran: Ran[] = [];
+  let recording = true;
+  const recorded = new WeakSet<PoolClient>();
+  const record = (client: PoolClient) => {
+    if (recorded.has(client)) return;
+    recorded.add(client);
+    recordStatements(client, ran, () => recording);
+  };
+  stack.db.pool.on('acquire', record);
+  const key = `prepared-${Date.now()}`;
+  const response = await submitReply(stack, { key, message: 'Where is my order?', wait: 20 });
+  stack.db.pool.removeListener('acquire', record);
+  recording = false;
+  const job = response.json();
+  expect(job.status).toBe('succeeded');
+  const { rows } = await stack.db.pool.query<{ id: string }>('SELECT id FROM attempts WHERE job_id = $1 UNION ALL SELECT id FROM effects WHERE job_id = $1', [job.id]);
+  const ours = new Set<unknown>([key, job.id, ...rows.map((row) => row.id)]);
+  // The reads of the job's route and of its provider's standing carry no id of the job: they name its operation with its route version or its provider.
+  const { rows: of } = await stack.db.pool.query<{ operation: string; route_version: string; provider: string }>(
+    'SELECT j.operation, j.route_version, a.provider FROM jobs j JOIN attempts a ON a.job_id = j.id WHERE j.id = $1',
+    [job.id],
+  );
+  const named = (values: unknown[]) => of.some((row) => values.includes(row.operation) && (values.includes(row.route_version) || values.includes(row.provider)));
+  const ofThisJob = ran.filter((statement) => statement.values.some((value) => ours.has(value)) || named(statement.values));
+  return { ofThisJob, work: jobWork(ran, new Set(ofThisJob)) };
+}
+
 describe("a job's happy path", () => {
   let stack: TestStack;
   /** The statements that carried the job's key or ids (not a sweeper's or a canary's meanwhile), in the order they ran. */
@@ -96,32 +136,7 @@ describe("a job's happy path", () => {
   let work: { roundTrips: Ran[]; transactions: Ran[][] };
   beforeAll(async () => {
     stack = await startTestStack();
-    // Every statement the shared pool runs while one job goes through is recorded (the API and the worker's activities use it).
-    const ran: Ran[] = [];
-    let recording = true;
-    const recorded = new WeakSet<PoolClient>();
-    const record = (client: PoolClient) => {
-      if (recorded.has(client)) return;
-      recorded.add(client);
-      recordStatements(client, ran, () => recording);
-    };
-    stack.db.pool.on('acquire', record);
-    const key = `prepared-${Date.now()}`;
-    const response = await submitReply(stack, { key, message: 'Where is my order?', wait: 20 });
-    stack.db.pool.removeListener('acquire', record);
-    recording = false;
-    const job = response.json();
-    expect(job.status).toBe('succeeded');
-    const { rows } = await stack.db.pool.query<{ id: string }>('SELECT id FROM attempts WHERE job_id = $1 UNION ALL SELECT id FROM effects WHERE job_id = $1', [job.id]);
-    const ours = new Set<unknown>([key, job.id, ...rows.map((row) => row.id)]);
-    // The reads of the job's route and of its provider's standing carry no id of the job: they name its operation with its route version or its provider.
-    const { rows: of } = await stack.db.pool.query<{ operation: string; route_version: string; provider: string }>(
-      'SELECT j.operation, j.route_version, a.provider FROM jobs j JOIN attempts a ON a.job_id = j.id WHERE j.id = $1',
-      [job.id],
-    );
-    const named = (values: unknown[]) => of.some((row) => values.includes(row.operation) && (values.includes(row.route_version) || values.includes(row.provider)));
-    ofThisJob = ran.filter((statement) => statement.values.some((value) => ours.has(value)) || named(statement.values));
-    work = jobWork(ran, new Set(ofThisJob));
+    ({ ofThisJob, work } = await recordOneJob(stack));
   });
   afterAll(() => stack.close());
 
@@ -141,15 +156,16 @@ describe("a job's happy path", () => {
     expect(trips.filter((text) => /ledger_(commit_answer|settle_effect)\(/.test(text)).every((text) => !insideTransaction(work.roundTrips, text))).toBe(true);
     // What the job costs now: admission and the answer's read 3; the attempt's opening and its sending mark 3 the short
     // way (the job read without a lock, the provider's standing, the call that locks the job row, checks it, opens the
-    // attempt and marks it sent) and 4 on a worker's first job of a route version (its steps read once); the commit 1;
-    // the effect's try 1 and its settlement 1. No step grows back.
+    // attempt and marks it sent) and 4 on a worker's first job of a route version (its steps read once); the commit
+    // with the effect's claim born in its first try 1 (its lookup is verified: read once a while per worker, not per
+    // job); the effect's settlement 1. No step grows back.
     expect(trips.length).toBeLessThanOrEqual(10);
-    // Each of those is a transaction of its own; five of them write (admission, the attempt's opening with its sending
-    // mark, the commit, the effect's sending mark and its settlement: each mark committed before its request goes out);
+    expect(trips.filter((text) => /^UPDATE effects SET phase = 'sending'/.test(text))).toEqual([]);
+    // Each of those is a transaction of its own; four of them write (admission, the attempt's opening with its sending
+    // mark, the commit with the claim's, and the effect's settlement: each mark committed before its request goes out);
     // the rest only read.
-    const writes = work.transactions.filter((block) => block.some((statement) => /\b(INSERT|UPDATE|DELETE)\b|\bFROM ledger_(open_first_attempt|open_attempt|commit_answer|settle_effect)\(/.test(statement.text)));
     expect(work.transactions.length).toBeLessThanOrEqual(10);
-    expect(writes.map((block) => block.map((statement) => shown(statement)).join(' / '))).toHaveLength(5);
+    expect(writesOf(work)).toHaveLength(4);
   });
 
   it("meters the winner's usage from what its commit returned: no read of its attempt after the answer is committed", () => {
@@ -236,5 +252,28 @@ describe("a job's happy path", () => {
     const missed = ofThisJob.filter((statement) => !preparedHere.has(statement.name!)).map((statement) => shown(statement));
     expect(ofThisJob.length).toBeGreaterThanOrEqual(8);
     expect([...new Set(missed)]).toEqual([]);
+  });
+});
+
+describe("a job's happy path, its effect's receipt lookup not verified", () => {
+  let stack: TestStack;
+  let work: { roundTrips: Ran[]; transactions: Ran[][] };
+  beforeAll(async () => {
+    // No drills ran: recovery may rely on none of the effect's claims, so none may be born in its first try.
+    stack = await startTestStack({ verify: false });
+    ({ work } = await recordOneJob(stack));
+  });
+  afterAll(() => stack.close());
+
+  it("claims the effect `claimed` with the answer and marks its try `sending` in a commit of its own before it goes out", () => {
+    // Arrange
+    const trips = work.roundTrips.map((statement) => shown(statement));
+
+    // Assert: the mark is its own write, after the commit and before the settlement.
+    const commit = trips.findIndex((text) => /ledger_commit_answer\(/.test(text));
+    const mark = trips.findIndex((text) => /^UPDATE effects SET phase = 'sending'/.test(text));
+    const settle = trips.findIndex((text) => /ledger_settle_effect\(/.test(text));
+    expect([commit >= 0, mark > commit, settle > mark]).toEqual([true, true, true]);
+    expect(writesOf(work)).toHaveLength(5);
   });
 });

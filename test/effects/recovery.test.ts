@@ -6,7 +6,7 @@ import type { EffectAdapter, LookupResult, PerformResult } from '../../src/effec
 import { createMessageSend } from '../../src/effects/message-send';
 import { requestDigest } from '../../src/jobs/digest';
 import { jobWorkflowId } from '../../src/jobs/scope';
-import { commitAttemptResult, markAttemptRunning, openAttempt } from '../../src/ledger/attempts';
+import { commitAndClaim, commitAttemptResult, markAttemptRunning, openAttempt } from '../../src/ledger/attempts';
 import { beginEffectTry, claimEffect, effectKey, getEffect } from '../../src/ledger/effects';
 import { admitJob, cancelJob } from '../../src/ledger/jobs';
 import { createMetrics } from '../../src/metrics/metrics';
@@ -132,6 +132,67 @@ describe('effect claims and recovery', () => {
     expect(sent).toHaveLength(1);
     expect([b.status, c.status]).toContain('succeeded');
     expect(await getEffect(db.pool, jobId, 'message.send')).toMatchObject({ status: 'succeeded', owners: 2, tries: 1, receipt: { messageId: sent[0]!.messageId } });
+  });
+
+  /** A support.reply job whose winning answer claimed its first effect in the commit, as a worker's call does. */
+  async function jobWonWithClaim(reply: string, claim: { owner: string; leaseMs: number; sending: boolean }) {
+    const ticketId = `T-${randomUUID().slice(0, 8)}`;
+    const scope = { principalId: 'alice', operation: 'support.reply', idempotencyKey: randomUUID() };
+    const input = { ticketId, customerMessage: 'hi', channel: 'email' };
+    const { job } = await admitJob(db.pool, { ...scope, input, schemaVersion: 1, requestDigest: requestDigest('support.reply', 1, input), workflowId: jobWorkflowId(scope) });
+    const opened = await openAttempt(db.pool, { jobId: job.id, provider: 'sim-primary', model: 'sim-small' });
+    if (opened.kind !== 'opened') throw new Error('no attempt');
+    await markAttemptRunning(db.pool, opened.attempt.id);
+    const committed = await commitAndClaim(db.pool, opened.attempt, { reply, escalate: false }, { terminal: false, claim: { name: 'message.send', ...claim } });
+    if (!committed.claimed) throw new Error('no claim');
+    return { jobId: job.id, ticketId, input, output: { reply, escalate: false }, claimed: committed.claimed };
+  }
+
+  it('claims the first effect with the answer already in its first try only while its receipt lookup is verified', async () => {
+    // Arrange: one downstream whose drills passed, one never verified, and an effect with no lookup at all.
+    const unverified = await startSimDownstream({});
+    const noLookup: EffectAdapter = { name: 'note.post', repeatSafe: false, perform: async () => ({ kind: 'done', receipt: {} }) };
+    try {
+      const runner = (adapter: EffectAdapter) => createEffectRunner({ db: db.pool, metrics: createMetrics(), adapters: new Map([[adapter.name, adapter]]), operations: createRegistry(), settings: { leaseMs: LEASE_MS, maxTries: 2, backoffMs: 20 } });
+
+      // Act
+      const answers = await Promise.all([runner(adapterFor(downstream)).claimsSending('message.send'), runner(createMessageSend({ baseUrl: unverified.url, deduplicates: false, timeoutMs: 300 })).claimsSending('message.send'), runner(noLookup).claimsSending('note.post')]);
+
+      // Assert
+      expect(answers).toEqual([true, false, false]);
+    } finally {
+      await unverified.close();
+    }
+  });
+
+  it('performs a claim born in its first try once, as that try: one delivery, one try counted', async () => {
+    // Arrange
+    const { jobId, ticketId, input, output, claimed } = await jobWonWithClaim('Born sending.', { owner: 'worker-a', leaseMs: LEASE_MS, sending: true });
+    expect(claimed).toMatchObject({ phase: 'sending', tries: 1 });
+
+    // Act
+    const state = await runnerFor(downstream).performClaimed(claimed, { owner: 'worker-a' }, { jobId, operation: 'support.reply', input, output });
+
+    // Assert
+    expect(state.status).toBe('succeeded');
+    expect(deliveriesOf(downstream, ticketId)).toHaveLength(1);
+    expect(await getEffect(db.pool, jobId, 'message.send')).toMatchObject({ status: 'succeeded', tries: 1, owners: 1 });
+  });
+
+  it('looks the receipt up first for a claim born in its first try whose owner vanished before sending, then sends it once', async () => {
+    // Arrange: A won, claimed the effect already `sending` in the same commit, and vanished before its request went out.
+    const { jobId, ticketId } = await jobWonWithClaim('Lost before the send.', { owner: 'worker-a', leaseMs: 50, sending: true });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const metrics = createMetrics();
+
+    // Act: two recoverers race for it.
+    const [b, c] = await Promise.all([runnerFor(downstream, metrics).recover(jobId, 'message.send', { owner: 'worker-b' }), runnerFor(downstream, metrics).recover(jobId, 'message.send', { owner: 'worker-c' })]);
+
+    // Assert: the verified lookup said it never arrived, so the one send is its first; nothing was performed blindly.
+    expect([b.status, c.status]).toContain('succeeded');
+    expect(deliveriesOf(downstream, ticketId)).toHaveLength(1);
+    const recovered = (await metrics.registry.getSingleMetric('onceflow_effects_recovered_total')!.get()).values.map((value) => value.labels.result);
+    expect(recovered).toEqual(['not_received']);
   });
 
   it('performs again when the downstream proves nothing happened and deduplicates by key', async () => {

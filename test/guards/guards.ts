@@ -21,7 +21,7 @@ export interface Guard {
 export const GUARDS: Guard[] = [
   {
     name: 'an ended attempt is never rewritten as discarded (an operator resolution stands)',
-    file: 'migrations/0025_row_versions.sql',
+    file: 'migrations/0026_claim_born_sending.sql',
     find: `evidence = COALESCE(evidence, '{}'::jsonb) || race
    WHERE id = p_attempt AND status IN ('running', 'unknown');`,
     replace: `evidence = COALESCE(evidence, '{}'::jsonb) || race
@@ -31,7 +31,7 @@ export const GUARDS: Guard[] = [
   },
   {
     name: 'the result slot is a compare-and-swap on the version the attempt opened with',
-    file: 'migrations/0025_row_versions.sql',
+    file: 'migrations/0026_claim_born_sending.sql',
     find: 'WHERE id = p_job AND completed_by IS NULL AND version = p_version;',
     replace: 'WHERE id = p_job AND completed_by IS NULL;',
     tests: ['test/attempts/one-winner.test.ts'],
@@ -247,7 +247,7 @@ export const GUARDS: Guard[] = [
   },
   {
     name: "a hedged job's live attempt may still win after a sibling failed (and only while it is live and the job open)",
-    file: "migrations/0025_row_versions.sql",
+    file: "migrations/0026_claim_born_sending.sql",
     find: "AND (version = p_version OR (terminal_at IS NULL AND EXISTS (SELECT 1 FROM attempts WHERE id = p_attempt AND status IN ('running', 'unknown'))));",
     replace: "AND version = p_version;",
     tests: ["test/attempts/hedging.test.ts"],
@@ -1418,14 +1418,14 @@ export const GUARDS: Guard[] = [
   },
   {
     name: 'a late answer keeps the lost race in the ledger: a discarded attempt says what it lost to',
-    file: 'migrations/0025_row_versions.sql',
+    file: 'migrations/0026_claim_born_sending.sql',
     find: "race := jsonb_build_object('discardedOutputSha256', output_sha256, 'statusWhenDiscarded', attempt_status, 'winner', winner);",
     replace: "race := '{}'::jsonb;",
     tests: ['test/attempts/one-winner.test.ts'],
   },
   {
     name: 'an attempt that wins the result slot while not live fails the whole commit (nothing is written)',
-    file: 'migrations/0025_row_versions.sql',
+    file: 'migrations/0026_claim_born_sending.sql',
     find: "    IF NOT FOUND THEN\n      RAISE EXCEPTION 'attempt % won the result slot while not live; the ledger is inconsistent', p_attempt;\n    END IF;\n",
     replace: '',
     tests: ['test/attempts/commit-answer.test.ts'],
@@ -1433,7 +1433,7 @@ export const GUARDS: Guard[] = [
   },
   {
     name: "a discarded answer's fingerprint is its text's SHA-256, as the caller sent it",
-    file: 'migrations/0025_row_versions.sql',
+    file: 'migrations/0026_claim_born_sending.sql',
     find: "encode(sha256(convert_to(COALESCE(p_output, ''), 'UTF8')), 'hex')",
     replace: "encode(sha256(convert_to(COALESCE(p_output::jsonb::text, ''), 'UTF8')), 'hex')",
     tests: ['test/attempts/commit-answer.test.ts'],
@@ -1558,7 +1558,7 @@ export const GUARDS: Guard[] = [
   },
   {
     name: "a winning attempt's outcome and usage are one new version of its row",
-    file: 'migrations/0025_row_versions.sql',
+    file: 'migrations/0026_claim_born_sending.sql',
     find: "    IF p_usage AND NOT v_reported THEN\n      UPDATE attempts a SET status = 'succeeded', ended_at = now(),\n",
     replace: "    IF p_usage AND NOT v_reported THEN\n      UPDATE attempts a SET status = 'succeeded', ended_at = now() WHERE a.id = p_attempt;\n      UPDATE attempts a SET status = 'succeeded', ended_at = now(),\n",
     tests: ['test/db/row-versions.test.ts'],
@@ -1574,7 +1574,7 @@ export const GUARDS: Guard[] = [
   },
   {
     name: "an answer that ends a job is written terminal after its events (its details are built once, complete)",
-    file: 'migrations/0025_row_versions.sql',
+    file: 'migrations/0026_claim_born_sending.sql',
     find: "      INSERT INTO job_events (job_id, type, detail) VALUES (p_job, 'job.succeeded', jsonb_build_object('attemptId', p_attempt));\n      UPDATE jobs SET status = 'succeeded', result = p_result::jsonb, terminal_at = now() WHERE id = p_job;\n",
     replace: "      UPDATE jobs SET status = 'succeeded', result = p_result::jsonb, terminal_at = now() WHERE id = p_job;\n      INSERT INTO job_events (job_id, type, detail) VALUES (p_job, 'job.succeeded', jsonb_build_object('attemptId', p_attempt));\n",
     tests: ['test/db/row-versions.test.ts'],
@@ -1586,5 +1586,29 @@ export const GUARDS: Guard[] = [
     find: "  SELECT CASE WHEN p_input = 0 AND p_output = 0 THEN 0\n              WHEN",
     replace: "  SELECT CASE WHEN",
     tests: ['test/metering/settlement.test.ts'],
+  },
+  {
+    name: "a winner's first claim is born in its first try only while the effect's receipt lookup is verified (invariants 8 and 14)",
+    file: 'src/effects/runner.ts',
+    find: '      lookupTrusted.set(name, { trusted: lookup.current, untilMs });\n      return lookup.current;\n',
+    replace: '      lookupTrusted.set(name, { trusted: true, untilMs });\n      return true;\n',
+    tests: ['test/effects/recovery.test.ts', 'test/db/prepared.test.ts'],
+    testNamePattern: 'only while its receipt lookup is verified|marks its try `sending` in a commit of its own',
+  },
+  {
+    name: 'a claim born in its first try is performed as that try, not as a second one',
+    file: 'src/effects/runner.ts',
+    find: "{ ...context, key: effect.key, signal: call.signal }, false, effect.phase === EffectPhase.sending);",
+    replace: '{ ...context, key: effect.key, signal: call.signal }, false, false);',
+    tests: ['test/effects/recovery.test.ts', 'test/db/prepared.test.ts'],
+    testNamePattern: 'performs a claim born in its first try once|costs the ledger one call',
+  },
+  {
+    name: 'a claim asked to be born in its first try is recorded `sending`, so recovery looks its receipt up before any send (invariant 8)',
+    file: 'migrations/0026_claim_born_sending.sql',
+    find: "CASE WHEN p_sending THEN 'sending' ELSE 'claimed' END",
+    replace: "'claimed'",
+    tests: ['test/effects/recovery.test.ts'],
+    testNamePattern: 'looks the receipt up first for a claim born in its first try',
   },
 ];
