@@ -1,5 +1,7 @@
 import { Context } from '@temporalio/activity';
-import { eligibility } from '../contracts/eligibility';
+import { contractKeyOf, eligibility } from '../contracts/eligibility';
+import { jobAndStanding, type ProviderStanding } from '../ledger/contracts';
+import { operationOfWorkflowId } from '../jobs/scope';
 import { inTransaction } from '../db/pool';
 import { finishJobLocked } from '../effects/finish';
 import { JobStatus } from '../jobs/status';
@@ -99,6 +101,8 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
    * never recorded. Versions never change, so their steps are kept once read.
    */
   const versionSteps = new Map<string, RouteStep[]>();
+  /** Per operation, the step this worker last opened a new job's first attempt at (see openFirst). */
+  const firstSteps = new Map<string, RouteStep>();
   async function routeOfJob(tx: Queryable, job: LockedJob): Promise<RouteStep[]> {
     if (!job.routeVersion) return deps.routeFor(job.operation);
     const key = `${job.operation}\u0000${job.routeVersion}`;
@@ -118,8 +122,8 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
   }
 
   /** Whether `step` may take an attempt now, in `role` (invariant 6), against its provider's base URL as configured. */
-  function eligibilityOf(db: Queryable, operation: RegisteredOperation, step: RouteStep, role: 'primary' | 'fallback') {
-    return eligibility(db, operation, step, role, deps.gate, clock.now(), deps.providers.get(step.provider)?.baseUrl);
+  function eligibilityOf(db: Queryable, operation: RegisteredOperation, step: RouteStep, role: 'primary' | 'fallback', read?: ProviderStanding) {
+    return eligibility(db, operation, step, role, deps.gate, clock.now(), deps.providers.get(step.provider)?.baseUrl, read);
   }
 
   /**
@@ -248,17 +252,25 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
 
   /**
    * A new job's first attempt, the short way (the workflow says this is its
-   * run's first step): the job read without a lock, the standing of its
-   * route's primary, and one call that locks the job row, checks that the
-   * job is still as it was read (accepted on its first run, so without
-   * attempts; driven by this workflow; on the same route version; with time
-   * for an attempt) and opens the attempt. What advance() would do for such
-   * a job, in three round trips instead of five; and the attempt is marked
-   * sent in the same call when its request goes out next (open and send).
+   * run's first step): the job read without a lock with the standing of its
+   * route's primary (one statement when the primary is the one expected),
+   * and one call that locks the job row, checks that the job is still as it
+   * was read (accepted on its first run, so without attempts; driven by this
+   * workflow; on the same route version; with time for an attempt) and opens
+   * the attempt. What advance() would do for such a job, in two round trips
+   * instead of five; and the attempt is marked sent in the same call when its
+   * request goes out next (open and send).
    * @returns undefined when advance() must decide: any other job, a primary that may not take the attempt, or a job that changed meanwhile.
    */
   async function openFirst(request: { jobId: string; attemptId: string; workflowId: string }): Promise<Decided | undefined> {
-    const job = await peekJobRow(db, request.jobId, { withInput: true });
+    // The job and the standing of the step its route is expected to open with, in one read: the step this worker
+    // last opened a first attempt at for the operation its workflow ID names, or that operation's configured primary.
+    const named = operationOfWorkflowId(request.workflowId);
+    const namedOperation = named === undefined ? undefined : deps.operations.get(named);
+    const expected = namedOperation && (firstSteps.get(namedOperation.name) ?? deps.routeFor(namedOperation.name)[0]);
+    const { job, standing } = namedOperation && expected
+      ? await jobAndStanding(db, request.jobId, contractKeyOf(namedOperation, expected), deps.gate.demotion.window)
+      : { job: await peekJobRow(db, request.jobId, { withInput: true }), standing: undefined };
     // Any other job takes the long way at once (what else the decision read, the call below checks again).
     if (!job?.input || job.status !== JobStatus.accepted || job.run !== 1) return undefined;
     const operation = deps.operations.get(job.operation);
@@ -266,7 +278,10 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
     const minAttemptMs = operation.deadline?.minAttemptMs ?? DEFAULT_MIN_ATTEMPT_MS;
     const step = (await routeOfJob(db, job))[0];
     if (!step) return undefined;
-    const verdict = await eligibilityOf(db, operation, step, 'primary');
+    firstSteps.set(operation.name, step);
+    // The standing read beside the job counts only if it is this step's (invariant 6); otherwise it is read now.
+    const read = operation.name === namedOperation?.name && step.provider === expected?.provider && step.model === expected.model ? standing : undefined;
+    const verdict = await eligibilityOf(db, operation, step, 'primary', read);
     if (!verdict.eligible) return undefined;
     // Open and send: an attempt whose prompt renders and fits, at a configured provider, is marked sent as it opens
     // (its request goes out next); any other opens `starting`, and sendAttempt fails it as not sent, as on the long way.

@@ -1,5 +1,5 @@
 import type { OperationDefinition } from '../operations/operation';
-import { latestVerification, providerStanding } from '../ledger/contracts';
+import { type ContractKey, latestVerification, type ProviderStanding, providerStanding } from '../ledger/contracts';
 import type { Queryable } from '../ledger/queryable';
 import type { RouteStep } from '../temporal/contract';
 import { templateHash } from './prompt';
@@ -14,6 +14,11 @@ export interface GateSettings {
 export type IneligibleReason = 'unverified' | 'failed_verification' | 'stale' | 'other_template' | 'demoted';
 
 export type Eligibility = { eligible: true; detail: string } | { eligible: false; reason: IneligibleReason; detail: string };
+
+/** The contract key a route step of `operation` is verified and recorded under. */
+export function contractKeyOf(operation: Pick<OperationDefinition, 'name' | 'schemaVersion' | 'prompt'>, step: RouteStep): ContractKey {
+  return { operation: operation.name, schemaVersion: operation.schemaVersion, templateHash: templateHash(operation), provider: step.provider, model: step.model };
+}
 
 /**
  * Whether a route step may take an attempt (invariant 6). The primary is held
@@ -33,10 +38,12 @@ export async function eligibility(
   now: Date = new Date(),
   /** The provider's base URL now; a verification made against another one is stale. */
   endpoint?: string,
+  /** The step's standing, when the caller read it already (for exactly this key: see contractKeyOf), over the same window. */
+  read?: ProviderStanding,
 ): Promise<Eligibility> {
-  const key = { operation: operation.name, schemaVersion: operation.schemaVersion, templateHash: templateHash(operation), provider: step.provider, model: step.model };
+  const key = contractKeyOf(operation, step);
   // The run-time record and the current verification, in one read.
-  const { runtime, current } = await providerStanding(db, key, settings.demotion.window);
+  const { runtime, current } = read ?? (await providerStanding(db, key, settings.demotion.window));
   const rate = runtime.ended > 0 ? runtime.violations / runtime.ended : 0;
   const demoted = runtime.ended >= settings.demotion.minSamples && rate >= settings.demotion.threshold;
   // A primary needs no verification (it is held to run-time validation), but one whose current verification

@@ -19,6 +19,20 @@ export function jobWorkflowId(scope: JobScope): string {
   return `job-${scope.operation}-${digest}`;
 }
 
+/** The length of jobWorkflowId's digest: SHA-256 in base64url, unpadded. */
+const DIGEST_CHARS = 43;
+
+/**
+ * The operation a job's first-run workflow ID names (jobWorkflowId), or
+ * undefined for any other ID. A hint only, for a read that runs before the
+ * job's row is read: what the row says is what counts.
+ */
+export function operationOfWorkflowId(workflowId: string): string | undefined {
+  const operationEnds = workflowId.length - DIGEST_CHARS - 1;
+  if (!workflowId.startsWith('job-') || operationEnds <= 4 || workflowId[operationEnds] !== '-') return undefined;
+  return workflowId.slice(4, operationEnds);
+}
+
 /**
  * The workflow ID of one run of the job: the scope's for the first run, with
  * `-run-N` for a reopened job's run N. A new run gets a workflow of its own,

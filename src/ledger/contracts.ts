@@ -1,4 +1,5 @@
 import { prepared } from '../db/prepared';
+import { jobColumns, type JobRow, type LockedJob, toLockedJob } from './job-row';
 import type { Queryable } from './queryable';
 
 export interface ContractKey {
@@ -107,10 +108,33 @@ const STANDING_SQL = `SELECT record.ended, record.violations, record.last_violat
  * prepared statement, as every attempt's opening reads it (eligibility).
  */
 export async function providerStanding(db: Queryable, key: ContractKey, window: number): Promise<ProviderStanding> {
-  // Without a verification, its columns are NULL (verified_at is NOT NULL in a row of provider_contracts).
-  type Row = { ended: string; violations: string; last_violation_at: Date | null } & { [column in keyof VerificationRow]: VerificationRow[column] | null };
-  const { rows } = await db.query<Row>(prepared(STANDING_SQL, [key.operation, key.provider, key.model, window, key.schemaVersion, key.templateHash]));
+  const { rows } = await db.query<StandingRow>(prepared(STANDING_SQL, standingValues(key, window)));
+  return standingOf(rows[0]!);
+}
+
+/**
+ * A job row, as peekJobRow reads it with its input, and the standing of the
+ * provider and model its route is expected to open with: one prepared
+ * statement, a new job's first read. The caller checks that the job's route
+ * does open with that step before it relies on the standing.
+ */
+export async function jobAndStanding(db: Queryable, jobId: string, key: ContractKey, window: number): Promise<{ job?: LockedJob; standing: ProviderStanding }> {
+  const { rows } = await db.query<StandingRow & { job: JobRow | null }>(
+    prepared(`SELECT standing.*, (SELECT row_to_json(j) FROM (SELECT ${jobColumns(true)} FROM jobs WHERE id = $7) j) AS job FROM (${STANDING_SQL}) standing`, [
+      ...standingValues(key, window),
+      jobId,
+    ]),
+  );
   const row = rows[0]!;
+  return { ...(row.job ? { job: toLockedJob(row.job) } : {}), standing: standingOf(row) };
+}
+
+/** A row of STANDING_SQL: without a verification, its columns are NULL (verified_at is NOT NULL in a row of provider_contracts). */
+type StandingRow = { ended: string; violations: string; last_violation_at: Date | null } & { [column in keyof VerificationRow]: VerificationRow[column] | null };
+
+const standingValues = (key: ContractKey, window: number) => [key.operation, key.provider, key.model, window, key.schemaVersion, key.templateHash];
+
+function standingOf(row: StandingRow): ProviderStanding {
   const runtime = { ended: Number(row.ended), violations: Number(row.violations), lastViolationAt: row.last_violation_at };
   return row.verified_at === null ? { runtime } : { runtime, current: toRecord(row as VerificationRow) };
 }

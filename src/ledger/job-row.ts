@@ -48,28 +48,26 @@ export async function peekJobRow(db: Queryable, jobId: string, opts: { withInput
   return readJob(db, jobId, { ...opts, lock: false });
 }
 
-async function readJob(db: Queryable, jobId: string, opts: { withInput?: boolean; lock: boolean }): Promise<LockedJob | undefined> {
-  const { rows } = await db.query<{
-    id: string;
-    operation: string;
-    status: string;
-    version: string;
-    terminal: boolean;
-    completed_by: string | null;
-    route_version: string | null;
-    run: number;
-    workflow_id: string;
-    deadline_left_ms: string | null;
-    input?: Record<string, unknown>;
-  }>(
-    prepared(
-      `SELECT id, operation, status, version, terminal_at IS NOT NULL AS terminal, completed_by, route_version, run, workflow_id, ${DEADLINE_LEFT_MS} AS deadline_left_ms${opts.withInput ? ', input' : ''}
-     FROM jobs WHERE id = $1${opts.lock ? ' FOR UPDATE' : ''}`,
-      [jobId],
-    ),
-  );
-  const row = rows[0];
-  if (!row) return undefined;
+/** A job row's columns as LockedJob maps them, by name (a newer migration's column changes nothing), with its input when asked. */
+export const jobColumns = (withInput: boolean): string =>
+  `id, operation, status, version, terminal_at IS NOT NULL AS terminal, completed_by, route_version, run, workflow_id, ${DEADLINE_LEFT_MS} AS deadline_left_ms${withInput ? ', input' : ''}`;
+
+/** A row of jobColumns, as the driver gives it (bigints as text, or as numbers through row_to_json). */
+export interface JobRow {
+  id: string;
+  operation: string;
+  status: string;
+  version: string | number;
+  terminal: boolean;
+  completed_by: string | null;
+  route_version: string | null;
+  run: number;
+  workflow_id: string;
+  deadline_left_ms: string | number | null;
+  input?: Record<string, unknown>;
+}
+
+export function toLockedJob(row: JobRow): LockedJob {
   return {
     id: row.id,
     operation: row.operation,
@@ -83,4 +81,10 @@ async function readJob(db: Queryable, jobId: string, opts: { withInput?: boolean
     deadlineLeftMs: row.deadline_left_ms === null ? null : Number(row.deadline_left_ms),
     ...(row.input ? { input: row.input } : {}),
   };
+}
+
+async function readJob(db: Queryable, jobId: string, opts: { withInput?: boolean; lock: boolean }): Promise<LockedJob | undefined> {
+  const { rows } = await db.query<JobRow>(prepared(`SELECT ${jobColumns(opts.withInput === true)}\n     FROM jobs WHERE id = $1${opts.lock ? ' FOR UPDATE' : ''}`, [jobId]));
+  const row = rows[0];
+  return row ? toLockedJob(row) : undefined;
 }

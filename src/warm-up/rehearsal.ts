@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
 import { checkout, WARM_CONNECTIONS } from '../db/pool';
 import { commitAndClaim, getAttempt, listAttempts, markAttemptRunning, openAttemptLocked, openFirstAttempt } from '../ledger/attempts';
-import { providerStanding } from '../ledger/contracts';
+import { jobAndStanding, providerStanding } from '../ledger/contracts';
 import { beginEffectTry, settleEffectAndJob } from '../ledger/effects';
 import { loadJobDetailsById, loadJobDetailsByScope } from '../ledger/job-details';
 import { lockJobRow, peekJobRow } from '../ledger/job-row';
@@ -36,9 +36,11 @@ export async function rehearseJob(client: PoolClient): Promise<void> {
     const { job } = await admitJob(client, { ...scope, requestDigest: '0'.repeat(64), schemaVersion: 1, input: {}, workflowId: `${REHEARSAL}-${scope.idempotencyKey}` });
     await getJob(client, job.id);
     // A new job's first attempt, the short way (openFirstAttempt, opened and marked sent), then the long way's statements on the same job.
+    const rehearsed = { operation: REHEARSAL, provider: REHEARSAL, model: REHEARSAL, schemaVersion: 1, templateHash: REHEARSAL };
+    if (!(await jobAndStanding(client, job.id, rehearsed, 1)).job) throw new Error('the rehearsal job was not read with a standing');
     await peekJobRow(client, job.id, { withInput: true });
     await routeStepsOf(client, REHEARSAL, REHEARSAL);
-    await providerStanding(client, { operation: REHEARSAL, provider: REHEARSAL, model: REHEARSAL, schemaVersion: 1, templateHash: REHEARSAL }, 1);
+    await providerStanding(client, rehearsed, 1);
     const first = await openFirstAttempt(client, { jobId: job.id, attemptId: randomUUID(), workflowId: `${REHEARSAL}-${scope.idempotencyKey}`, routeVersion: null, provider: REHEARSAL, model: REHEARSAL, minAttemptMs: 0, send: true });
     if (!first) throw new Error("the rehearsal job's first attempt was not opened");
     await lockJobRow(client, job.id, { withInput: true });

@@ -1,5 +1,7 @@
 import { inCanaryShare } from '../../src/canary/share';
+import { contractKeyOf } from '../../src/contracts/eligibility';
 import { verifyContracts } from '../../src/contracts/verify';
+import { recordVerification } from '../../src/ledger/contracts';
 import { promoteCanary, stopCanaryIfRunning } from '../../src/ledger/route-versions';
 import { createRegistry } from '../../src/operations/registry';
 import { routeVersionOf } from '../../src/providers/route-version';
@@ -385,5 +387,25 @@ describe('canary routes', () => {
     const operation = routes.operations.find((o: any) => o.operation === OPERATION);
     expect(operation).toMatchObject({ baseline: BASELINE, serving: { version: BASELINE, canary: { version, sharePercent: 5 } } });
     expect(operation.versions.find((v: any) => v.version === BASELINE)).toMatchObject({ kind: 'baseline', state: 'recorded', steps: SIM_ROUTE });
+  });
+  it("weighs a canary job's own primary, not the step the worker opened the job before at", async () => {
+    // Arrange: a baseline job (the worker last opened sim-primary/sim-small), a canary that opens at sim-backup/sim-large,
+    // and then a verification of that step that failed.
+    const baseline = await runReply(stack, 'Where is my order?');
+    expect((await start({})).statusCode).toBe(201);
+    const failed = { ...contractKeyOf(createRegistry().get(OPERATION)!, BACKUP_FIRST[0]!), passed: false, samples: 1, evidence: {} };
+    await recordVerification(stack.db.pool, failed);
+    try {
+
+      // Act
+      const job = await runReply(stack, 'Where is my parcel?');
+
+      // Assert: the canary's primary took no attempt; the long way skipped it for its failed verification.
+      expect(baseline.attempts.map((a: any) => `${a.provider}/${a.model}`)).toEqual(['sim-primary/sim-small']);
+      expect(job.attempts.map((a: any) => `${a.provider}/${a.model}`)).not.toContain('sim-backup/sim-large');
+      expect(job.events.find((e: any) => e.type === 'route.fallback_skipped')?.detail).toMatchObject({ provider: 'sim-backup', reason: 'failed_verification' });
+    } finally {
+      await stack.db.pool.query('DELETE FROM provider_contracts WHERE operation = $1 AND provider = $2 AND model = $3 AND NOT passed', [failed.operation, failed.provider, failed.model]);
+    }
   });
 });

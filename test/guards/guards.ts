@@ -1611,4 +1611,20 @@ export const GUARDS: Guard[] = [
     tests: ['test/effects/recovery.test.ts'],
     testNamePattern: 'looks the receipt up first for a claim born in its first try',
   },
+  {
+    name: "a new job's primary is weighed on its own standing: one read beside the job only when its route opens with the step expected (invariant 6)",
+    file: 'src/activities/job-activities.ts',
+    find: 'const read = operation.name === namedOperation?.name && step.provider === expected?.provider && step.model === expected.model ? standing : undefined;',
+    replace: 'const read = standing;',
+    tests: ['test/canary/canary-routes.test.ts'],
+    testNamePattern: "weighs a canary job's own primary",
+  },
+  {
+    name: "a new job is read beside its primary's standing, in one statement",
+    file: 'src/activities/job-activities.ts',
+    find: 'const named = operationOfWorkflowId(request.workflowId);',
+    replace: 'const named = undefined as string | undefined;',
+    tests: ['test/db/prepared.test.ts'],
+    testNamePattern: "primary's standing in one statement",
+  },
 ];

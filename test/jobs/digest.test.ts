@@ -1,5 +1,5 @@
 import { requestDigest } from '../../src/jobs/digest';
-import { jobWorkflowId } from '../../src/jobs/scope';
+import { jobWorkflowId, operationOfWorkflowId } from '../../src/jobs/scope';
 
 describe('request digest', () => {
   it('does not change with key order or whitespace', () => {
@@ -46,5 +46,13 @@ describe('job workflow id', () => {
     const id = jobWorkflowId({ principalId: 'alice', operation: 'support.reply', idempotencyKey: 'secret-intent-key' });
     expect(id).not.toContain('alice');
     expect(id).not.toContain('secret-intent-key');
+  });
+
+  it('names its operation, dashes and dots included, and nothing for an ID of another shape', () => {
+    const scope = (operation: string, idempotencyKey = 'k1') => ({ principalId: 'alice', operation, idempotencyKey });
+    for (const operation of ['support.reply', 'a-b', 'x', 'orders.refund-v2']) {
+      for (const key of ['k1', 'k2', 'k3', 'k4']) expect(operationOfWorkflowId(jobWorkflowId(scope(operation, key)))).toBe(operation);
+    }
+    expect(['job-', 'job-x', 'workflow-1', `job-${'a'.repeat(43)}`, `run-${'a'.repeat(44)}`].map(operationOfWorkflowId)).toEqual([undefined, undefined, undefined, undefined, undefined]);
   });
 });
