@@ -174,7 +174,7 @@ export function createAttemptActivities(deps: ActivityDeps) {
       return reportOf(attempt.id);
     }
     // The prompt must render and fit this model's window; if not, nothing is sent.
-    const render = rendered ?? checkRender(operation, attempt.model, input);
+    const render = rendered ?? checkRender(operation, attempt.model, input, undefined, 'to-decide');
     if (!render.ok) {
       const evidence = { templateHash: render.templateHash, promptTokens: render.promptTokens };
       await failAttempt(db, attempt.id, AttemptStatus.starting, { class: 'prompt_render', detail: render.problems.join('; '), evidence });

@@ -285,7 +285,7 @@ export function createJobActivities(deps: ActivityDeps, attempts: Pick<ReturnTyp
     if (!verdict.eligible) return undefined;
     // Open and send: an attempt whose prompt renders and fits, at a configured provider, is marked sent as it opens
     // (its request goes out next); any other opens `starting`, and sendAttempt fails it as not sent, as on the long way.
-    const render = checkRender(operation, step.model, job.input);
+    const render = checkRender(operation, step.model, job.input, undefined, 'to-decide');
     const send = render.ok && deps.providers.has(step.provider);
     // Nothing is sent with no time left (sendAttempt's rule), whatever the operation's minimum.
     const opened = await openFirstAttempt(db, { jobId: job.id, attemptId: request.attemptId, workflowId: request.workflowId, routeVersion: job.routeVersion, provider: step.provider, model: step.model, minAttemptMs: Math.max(1, minAttemptMs), send });

@@ -77,6 +77,17 @@ export function countPromptTokens(messages: ChatMessage[], encoding: Encoding): 
   return messages.reduce((sum, message) => sum + 4 + inPieces(message.content).reduce((tokens, piece) => tokens + count(piece), 0), 3);
 }
 
+/**
+ * The most tokens a chat prompt can count as, without its tokenizer: the
+ * framing, and one token per UTF-8 byte of each message's text. A byte-level
+ * BPE (cl100k_base, o200k_base) gives every token at least one byte of the
+ * text, special tokens included (they are counted as text), so the count of
+ * countPromptTokens, piece by piece, is never more.
+ */
+export function promptTokenBound(messages: ChatMessage[]): number {
+  return messages.reduce((sum, message) => sum + 4 + Buffer.byteLength(message.content, 'utf8'), 3);
+}
+
 /** The longest run of one kind of character (letters, punctuation, spaces) a count takes whole, in code points. */
 export const LONGEST_COUNTED_RUN = 64;
 

@@ -23,9 +23,17 @@ export function promptPlaceholders(template: string): string[] {
  * provider verification holds only for the hash it was made with.
  */
 export function templateHash(operation: Pick<OperationDefinition, 'prompt' | 'schemaVersion' | 'name'>): string {
-  const canonical = JSON.stringify([operation.name, operation.schemaVersion, operation.prompt.system, operation.prompt.user]);
-  return `sha256:${createHash('sha256').update(canonical).digest('hex')}`;
+  const { name, schemaVersion, prompt } = operation;
+  const known = hashes.get(operation);
+  // Kept per operation object, and only while what it hashes is unchanged (an object edited in place is hashed again).
+  if (known && known.name === name && known.schemaVersion === schemaVersion && known.system === prompt.system && known.user === prompt.user) return known.hash;
+  const hash = `sha256:${createHash('sha256').update(JSON.stringify([name, schemaVersion, prompt.system, prompt.user])).digest('hex')}`;
+  hashes.set(operation, { name, schemaVersion, system: prompt.system, user: prompt.user, hash });
+  return hash;
 }
+
+/** Each operation's template hash with what it was taken of (every job's opening and eligibility ask for it). */
+const hashes = new WeakMap<object, { name: string; schemaVersion: number; system: string; user: string; hash: string }>();
 
 /**
  * Renders the operation's prompt for an input: `{{field}}` takes the input's

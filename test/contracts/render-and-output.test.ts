@@ -1,4 +1,4 @@
-import { countPromptTokens, encoder, inPieces, LONGEST_COUNTED_RUN } from '../../src/contracts/models';
+import { countPromptTokens, encoder, inPieces, LONGEST_COUNTED_RUN, promptTokenBound } from '../../src/contracts/models';
 import { checkOutput } from '../../src/contracts/output';
 import { templateHash } from '../../src/contracts/prompt';
 import { checkRender } from '../../src/contracts/render-check';
@@ -72,6 +72,23 @@ describe('the prompt render check', () => {
     expect(render.promptTokens).toBeGreaterThan(plain.promptTokens! + 2);
   });
 
+  it('gives a changed template its own hash when the same operation object is edited in place', () => {
+    // Arrange: an operation object hashed once, then its prompt and version edited where they are.
+    const edited = { ...supportReply, prompt: { ...supportReply.prompt } };
+    const before = templateHash(edited);
+
+    // Act
+    edited.prompt.user = `${edited.prompt.user} Be brief.`;
+    const afterUser = templateHash(edited);
+    edited.schemaVersion += 1;
+    const afterVersion = templateHash(edited);
+
+    // Assert
+    expect(afterUser).not.toBe(before);
+    expect(afterVersion).not.toBe(afterUser);
+    expect(afterUser).toBe(templateHash({ ...supportReply, prompt: { ...supportReply.prompt, user: `${supportReply.prompt.user} Be brief.` } }));
+  });
+
   it('keeps a customer message containing {{...}} as text', () => {
     const render = checkRender(supportReply, 'sim-small', { ...input, customerMessage: 'my code is {{ticketId}}' });
     expect(render.ok).toBe(true);
@@ -113,5 +130,52 @@ describe('counting a prompt with long runs of one kind of character', () => {
     const counted = countPromptTokens([{ role: 'user', content: text }], 'cl100k_base') - 7;
     expect(counted).toBeGreaterThanOrEqual(whole);
     expect(counted).toBeLessThanOrEqual(whole * 1.05);
+  });
+});
+
+describe('deciding that a prompt fits before a request is sent', () => {
+  const texts = [
+    'Where is my order? ',
+    '您好，我的订单号是一二三四五，已经过了一个星期还没有收到货物。',
+    '👩‍👩‍👧‍👦🇯🇵 e\u0301 ',
+    '<|endoftext|> <|fim_prefix|><|im_start|>',
+    '                                                                                ',
+    '0123456789'.repeat(20),
+  ];
+
+  it.each(['cl100k_base', 'o200k_base'] as const)('bounds the count from above by its UTF-8 bytes and framing, for %s', (encoding) => {
+    for (const text of texts) {
+      for (const times of [1, 7, 40]) {
+        const messages = [
+          { role: 'system' as const, content: text.repeat(times) },
+          { role: 'user' as const, content: `Ticket T-1: ${text}` },
+        ];
+        expect(countPromptTokens(messages, encoding)).toBeLessThanOrEqual(promptTokenBound(messages));
+      }
+    }
+  });
+
+  it('sends a prompt its bytes prove fits without counting it, and counts it when asked to', () => {
+    const decided = checkRender(supportReply, 'sim-small', input, undefined, 'to-decide');
+    expect(decided).toMatchObject({ ok: true, problems: [], templateHash: templateHash(supportReply) });
+    expect(decided.promptTokens).toBeUndefined();
+    expect(decided.messages).toEqual(checkRender(supportReply, 'sim-small', input).messages);
+    expect(checkRender(supportReply, 'sim-small', input).promptTokens).toBeGreaterThan(20);
+  });
+
+  it("counts a prompt whose bytes could exceed the window, and refuses one over the model's window", () => {
+    // Arrange: about 2,700 bytes that are about 600 tokens (over sim-small's 1,536 by bytes, under it by tokens); and one over it by tokens too.
+    const wordy = { ...supportReply, prompt: { ...supportReply.prompt, system: 'Be kind and precise. '.repeat(130) } };
+    const long = { ...supportReply, prompt: { ...supportReply.prompt, system: 'Be kind and precise in every answer. '.repeat(300) } };
+
+    // Act
+    const fits = checkRender(wordy, 'sim-small', input, undefined, 'to-decide');
+    const over = checkRender(long, 'sim-small', input, undefined, 'to-decide');
+
+    // Assert
+    expect(fits.ok).toBe(true);
+    expect(fits.promptTokens).toBe(checkRender(wordy, 'sim-small', input).promptTokens);
+    expect(fits.promptTokens).toBeLessThan(1_536);
+    expect(over).toMatchObject({ ok: false, problems: [expect.stringMatching(/tokens; sim-small takes 1536/)] });
   });
 });

@@ -1627,4 +1627,28 @@ export const GUARDS: Guard[] = [
     tests: ['test/db/prepared.test.ts'],
     testNamePattern: "primary's standing in one statement",
   },
+  {
+    name: "a prompt is sent uncounted only when its bytes prove it fits the model's window (a longer one is counted, and refused when over)",
+    file: 'src/contracts/render-check.ts',
+    find: "if (count === 'to-decide' && promptTokenBound(messages) <= budgetTokens)",
+    replace: "if (count === 'to-decide')",
+    tests: ['test/contracts/render-and-output.test.ts'],
+    testNamePattern: 'deciding that a prompt fits',
+  },
+  {
+    name: 'the bound that lets a prompt go uncounted is its UTF-8 bytes, never fewer (no count can exceed it)',
+    file: 'src/contracts/models.ts',
+    find: "sum + 4 + Buffer.byteLength(message.content, 'utf8')",
+    replace: 'sum + 4 + message.content.length',
+    tests: ['test/contracts/render-and-output.test.ts'],
+    testNamePattern: 'bounds the count from above',
+  },
+  {
+    name: "an operation's kept template hash is taken again when its template or version changed (a verification holds only for its own hash)",
+    file: 'src/contracts/prompt.ts',
+    find: 'if (known && known.name === name && known.schemaVersion === schemaVersion && known.system === prompt.system && known.user === prompt.user) return known.hash;',
+    replace: 'if (known) return known.hash;',
+    tests: ['test/contracts/render-and-output.test.ts'],
+    testNamePattern: 'edited in place',
+  },
 ];
