@@ -1,7 +1,8 @@
 /**
  * `npm run guards [name filter]`: deletes each guard of guards.ts in turn,
  * runs the tests that protect it, and reports a guard whose tests still pass.
- * Restores every file, also on Ctrl-C. Exits 1 when a guard is unprotected.
+ * Restores every file, also on Ctrl-C. Exits 1 when a guard is unprotected,
+ * or when the filter names no guard.
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -26,8 +27,14 @@ function rebuild(script: string | undefined): void {
   if (built.status !== 0) throw new Error(`npm run ${script} failed:\n${built.stdout}${built.stderr}`);
 }
 
+const chosen = GUARDS.filter((g) => !filter || g.name.includes(filter));
+// A filter that names no guard has proven nothing: it fails rather than report every guard protected.
+if (chosen.length === 0) {
+  console.log(`no guard's name contains ${JSON.stringify(filter)}`);
+  process.exit(1);
+}
 let unprotected = 0;
-for (const guard of GUARDS.filter((g) => !filter || g.name.includes(filter))) {
+for (const guard of chosen) {
   const file = path.join(root, guard.file);
   const text = readFileSync(file, 'utf8');
   originals.set(file, text);
