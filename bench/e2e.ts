@@ -23,10 +23,10 @@ export interface System {
 
 const portOf = (url: string): string => new URL(url).port;
 
-/** Onceflow as production runs it: the API and one worker, two processes from dist/, started as `npm run api` and `npm run worker` start them. */
-export async function startOnceflow(infra: Infra, env: NodeJS.ProcessEnv = {}): Promise<System & { env: NodeJS.ProcessEnv; services: { api: Service; worker: Service } }> {
+/** The environment Onceflow's processes run with in the benchmark, on a database of their own. */
+async function onceflowEnv(infra: Infra, env: NodeJS.ProcessEnv): Promise<NodeJS.ProcessEnv> {
   const databaseUrl = await infra.createDatabase(`onceflow_${randomUUID().slice(0, 8)}`);
-  const common: NodeJS.ProcessEnv = {
+  return {
     ...process.env,
     DATABASE_URL: databaseUrl,
     TEMPORAL_ADDRESS: infra.temporal.address,
@@ -44,6 +44,11 @@ export async function startOnceflow(infra: Infra, env: NodeJS.ProcessEnv = {}): 
     SIM_DOWNSTREAM_PORT: portOf(infra.sims.downstreamUrl),
     ...env,
   };
+}
+
+/** Onceflow as production runs it: the API and one worker, two processes from dist/, started as `npm run api` and `npm run worker` start them. */
+export async function startOnceflow(infra: Infra, env: NodeJS.ProcessEnv = {}): Promise<System & { env: NodeJS.ProcessEnv; services: { api: Service; worker: Service } }> {
+  const common = await onceflowEnv(infra, env);
   // BENCH_PROFILE=<dir> writes a CPU profile of each process when it stops (open it in Chrome DevTools);
   // BENCH_PROFILE_INTERVAL_US sets its sampling interval (V8's default is 1,000 µs).
   const interval = process.env.BENCH_PROFILE_INTERVAL_US ? [`--cpu-prof-interval=${process.env.BENCH_PROFILE_INTERVAL_US}`] : [];
@@ -67,6 +72,26 @@ export async function startOnceflow(infra: Infra, env: NodeJS.ProcessEnv = {}): 
       await api.stop();
       await worker.stop();
     },
+  };
+}
+
+/**
+ * Onceflow's API and one worker in one process, on one pool, as `npm start`
+ * runs them (bench/one-process.ts), with the same environment and memory
+ * settings as the two processes of startOnceflow.
+ */
+export async function startOnceflowInOneProcess(infra: Infra): Promise<System & { pid: number }> {
+  const common = await onceflowEnv(infra, {});
+  const nodeService = path.join(root, 'scripts', 'node-service');
+  const service = await startService(nodeService, ['--require', 'tsx/cjs', path.join(root, 'bench', 'one-process.ts')], { NODE: process.execPath, ...common }, /^one process: listening on (\S+)/);
+  return {
+    name: 'Onceflow in one process',
+    url: service.ready[1]!,
+    headers: { authorization: `Bearer ${BENCH_KEY}`, 'content-type': 'application/json' },
+    pid: service.proc.pid!,
+    pids: () => [service.proc.pid!],
+    usesTemporal: true,
+    stop: service.stop,
   };
 }
 

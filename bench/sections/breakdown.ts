@@ -5,7 +5,7 @@ import { Client } from 'pg';
 import { startEmbeddedPostgres } from '../../src/stack/postgres';
 import { freePort } from '../../src/stack/temporal-dev';
 import { readStat, TICKS_PER_SECOND } from '../cpu';
-import { runJobs, startFloor, startOnceflow } from '../e2e';
+import { runJobs, startFloor, startOnceflow, startOnceflowInOneProcess, type System } from '../e2e';
 import type { Infra } from '../infra';
 import { fixed, type ResultRow } from '../stats';
 
@@ -65,31 +65,50 @@ function threadsByName(groups: ThreadGroups, jobs: number): string {
     .join(', ');
 }
 
-/** The floor's one process (its API and worker together), measured as the worker is: the same jobs, at concurrency 16. */
-async function floorThreads(infra: Infra, jobs: number): Promise<ResultRow[]> {
+/**
+ * A system of one process (its API and worker together), measured as the
+ * worker is: the same jobs at concurrency 16, its CPU per job (the whole
+ * system's, as the first row) and its threads.
+ */
+async function oneProcessThreads(system: System, infra: Infra, jobs: number, label: string, prefix: string): Promise<ResultRow[]> {
+  await runJobs(system, infra, { jobs: 40, concurrency: 4, ticketPrefix: `${prefix}-warm` });
+  const pid = system.pids()[0]!;
+  const before = threadCpuMs(pid);
+  const totalBefore = processCpuMs(pid);
+  const run = await runJobs(system, infra, { jobs, concurrency: 16, ticketPrefix: prefix });
+  const groups = byThreadGroup(pid, before, totalBefore);
+  const perJob = (ms: number) => fixed(ms / jobs, 2);
+  return [
+    { section: 'breakdown', measure: `${label}: CPU/job c16 (ms; app+pg+temporal)`, value: `${fixed(run.cpuPerJob.total)} (${fixed(run.cpuPerJob.app)}+${fixed(run.cpuPerJob.postgres)}+${fixed(run.cpuPerJob.temporal)})` },
+    { section: 'breakdown', measure: `${label}: main thread / Rust core / other threads (ms/job)`, value: `${perJob(groups.main)} / ${perJob(groups.core)} / ${perJob(groups.others)}` },
+    { section: 'breakdown', measure: `${label}: other threads by name (ms/job)`, value: threadsByName(groups, jobs) },
+  ];
+}
+
+/** The floor's one process, and Onceflow's API and worker in one process as `npm start` runs them: what the split into two costs. */
+async function oneProcessRows(infra: Infra, jobs: number): Promise<ResultRow[]> {
+  const rows: ResultRow[] = [];
   const floor = await startFloor(infra);
   try {
-    await runJobs(floor, infra, { jobs: 40, concurrency: 4, ticketPrefix: 'breakdown-floor-warm' });
-    const pid = floor.pids()[0]!;
-    const before = threadCpuMs(pid);
-    const totalBefore = processCpuMs(pid);
-    await runJobs(floor, infra, { jobs, concurrency: 16, ticketPrefix: 'breakdown-floor' });
-    const groups = byThreadGroup(pid, before, totalBefore);
-    const perJob = (ms: number) => fixed(ms / jobs, 2);
-    return [
-      { section: 'breakdown', measure: 'the floor (API and worker in one): main thread / Rust core / other threads (ms/job)', value: `${perJob(groups.main)} / ${perJob(groups.core)} / ${perJob(groups.others)}` },
-      { section: 'breakdown', measure: 'the floor: other threads by name (ms/job)', value: threadsByName(groups, jobs) },
-    ];
+    rows.push(...(await oneProcessThreads(floor, infra, jobs, 'the floor (API and worker in one)', 'breakdown-floor')));
   } finally {
     await floor.stop();
   }
+  const together = await startOnceflowInOneProcess(infra);
+  try {
+    rows.push(...(await oneProcessThreads(together, infra, jobs, 'Onceflow in one process (as npm start runs it)', 'breakdown-one')));
+  } finally {
+    await together.stop();
+  }
+  return rows;
 }
 
 /**
  * Where a job's CPU goes, at concurrency 16: the API's and the worker's
  * threads, and PostgreSQL's statements (pg_stat_statements, on a PostgreSQL
  * of this section's own that loads it), beside the whole-system figures of
- * the e2e section. One round.
+ * the e2e section; then the floor, and Onceflow's API and worker in one
+ * process as `npm start` runs them, each measured the same way. One round.
  */
 export async function breakdownSection(infra: Infra, opts: { jobs: number }, log: (line: string) => void): Promise<ResultRow[]> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'onceflow-breakdown-'));
@@ -179,7 +198,7 @@ export async function breakdownSection(infra: Infra, opts: { jobs: number }, log
       ];
       await db.end();
       await system.stop();
-      rows.splice(4, 0, ...(await floorThreads(measured, opts.jobs)));
+      rows.splice(4, 0, ...(await oneProcessRows(measured, opts.jobs)));
       return rows;
     } finally {
       await db.end().catch(() => undefined);
