@@ -80,7 +80,7 @@ export async function startOnceflow(infra: Infra, env: NodeJS.ProcessEnv = {}): 
  * runs them (bench/one-process.ts), with the same environment and memory
  * settings as the two processes of startOnceflow.
  */
-export async function startOnceflowInOneProcess(infra: Infra): Promise<System & { pid: number }> {
+export async function startOnceflowInOneProcess(infra: Infra): Promise<System> {
   const common = await onceflowEnv(infra, {});
   const nodeService = path.join(root, 'scripts', 'node-service');
   const service = await startService(nodeService, ['--require', 'tsx/cjs', path.join(root, 'bench', 'one-process.ts')], { NODE: process.execPath, ...common }, /^one process: listening on (\S+)/);
@@ -88,7 +88,6 @@ export async function startOnceflowInOneProcess(infra: Infra): Promise<System & 
     name: 'Onceflow in one process',
     url: service.ready[1]!,
     headers: { authorization: `Bearer ${BENCH_KEY}`, 'content-type': 'application/json' },
-    pid: service.proc.pid!,
     pids: () => [service.proc.pid!],
     usesTemporal: true,
     stop: service.stop,
