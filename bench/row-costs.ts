@@ -24,7 +24,7 @@ import { freePort } from '../src/stack/temporal-dev';
 import { fixed, median } from './stats';
 
 const JOB = '00000000-0000-4000-8000-000000000001';
-/** Another job for the details document: the rounds above leave JOB's index entries dead behind them. */
+/** A second job for the details document: the INSERT rounds leave JOB's index entries dead behind them. */
 const HAPPY_JOB = '00000000-0000-4000-8000-000000000002';
 
 const VARIANTS = {
@@ -32,6 +32,15 @@ const VARIANTS = {
   'no details refresh': ['ALTER TABLE job_events DISABLE TRIGGER job_events_details'],
   'no trigger (no foreign-key check either)': ['ALTER TABLE job_events DISABLE TRIGGER ALL'],
 } satisfies Record<string, string[]>;
+
+/** A job row with nothing else of its own. */
+async function insertJob(db: Client, id: string, key: string): Promise<void> {
+  await db.query(
+    `INSERT INTO jobs (id, principal_id, operation, idempotency_key, request_digest, schema_version, input, workflow_id)
+     VALUES ($1, 'bench', 'bench', $2, 'digest', 1, '{}', $2)`,
+    [id, key],
+  );
+}
 
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { rounds: { type: 'string', default: '5' }, rows: { type: 'string', default: '20000' } } });
@@ -46,11 +55,7 @@ async function main(): Promise<void> {
     await pool.end();
     const db = new Client({ connectionString: pg.url });
     await db.connect();
-    await db.query(
-      `INSERT INTO jobs (id, principal_id, operation, idempotency_key, request_digest, schema_version, input, workflow_id)
-       VALUES ($1, 'bench', 'bench', 'row-costs', 'digest', 1, '{}', 'row-costs')`,
-      [JOB],
-    );
+    await insertJob(db, JOB, 'row-costs');
     // The loop runs on the server, so the client's round trip is not in the time.
     await db.query(`CREATE FUNCTION row_costs_loop(p_job uuid, p_rows integer) RETURNS double precision LANGUAGE plpgsql AS $$
       DECLARE started timestamptz := clock_timestamp();
@@ -71,11 +76,7 @@ async function main(): Promise<void> {
       }
     }
     // The details document of a happy job: one attempt, one effect, seven events.
-    await db.query(
-      `INSERT INTO jobs (id, principal_id, operation, idempotency_key, request_digest, schema_version, input, workflow_id)
-       VALUES ($1, 'bench', 'bench', 'row-costs-happy', 'digest', 1, '{}', 'row-costs-happy')`,
-      [HAPPY_JOB],
-    );
+    await insertJob(db, HAPPY_JOB, 'row-costs-happy');
     await db.query(
       `INSERT INTO attempts (job_id, operation, provider, model, job_version, seq, status) VALUES ($1, 'bench', 'bench', 'bench', 0, 1, 'succeeded')`,
       [HAPPY_JOB],
@@ -96,9 +97,7 @@ async function main(): Promise<void> {
       details.push((Number(rows[0]!.ms) * 1000) / 2000);
     }
     await db.end();
-    const every = median(micros.get('every trigger')!);
-    const noRefresh = median(micros.get('no details refresh')!);
-    const none = median(micros.get('no trigger (no foreign-key check either)')!);
+    const [every, noRefresh, none] = [...micros.values()].map(median) as [number, number, number];
     console.log(`one job event's INSERT, µs per row (medians of ${rounds} rounds of ${rowsPerRound} rows):`);
     for (const [name, each] of micros) console.log(`  ${name.padEnd(42)} ${fixed(median(each), 2)}  (${each.map((us) => fixed(us, 2)).join(', ')})`);
     console.log(`the details refresh: ${fixed(every - noRefresh, 2)} µs a row, about ${fixed(((every - noRefresh) * 11) / 1000, 3)} ms a job (11 rows)`);
