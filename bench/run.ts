@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --sections LIST] [--rounds N] [--quick]`: Onceflow
+ * `npm run bench [-- --sections LIST] [--rounds N] [--quick] [--pg-nested]`: Onceflow
  * measured side by side with references in one run, on the same PostgreSQL,
  * Temporal dev server and simulators (each a process of its own).
  *
@@ -12,7 +12,8 @@
  *   system (app, PostgreSQL, Temporal), latency, throughput, history length.
  * - start: the first job after a start against the hundredth.
  * - breakdown: where a job's CPU goes at concurrency 16: the API's and the
- *   worker's threads, PostgreSQL's statements (pg_stat_statements).
+ *   worker's threads, PostgreSQL's statements (pg_stat_statements; with
+ *   `--pg-nested`, also those inside the ledger's functions and triggers).
  * - memory (long): API and worker RSS after 10,000 and 50,000 jobs.
  * - scale (long): admission, replay and end-to-end cost as the ledger grows
  *   from 1,000 to 1,000,000 jobs, and the plans of the hot statements.
@@ -38,7 +39,7 @@ const SECTIONS = ['front-door', 'e2e', 'start', 'breakdown', 'memory', 'scale'] 
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { sections: { type: 'string', default: 'front-door,e2e,start,breakdown' }, rounds: { type: 'string', default: '3' }, quick: { type: 'boolean', default: false }, temporal: { type: 'string', default: 'dev' } },
+    options: { sections: { type: 'string', default: 'front-door,e2e,start,breakdown' }, rounds: { type: 'string', default: '3' }, quick: { type: 'boolean', default: false }, 'pg-nested': { type: 'boolean', default: false }, temporal: { type: 'string', default: 'dev' } },
     strict: true,
   });
   const sections = values.sections!.split(',').map((s) => s.trim());
@@ -55,7 +56,7 @@ async function main(): Promise<void> {
     if (sections.includes('front-door')) rows.push(...(await frontDoorSection(infra, { rounds }, log)));
     if (sections.includes('e2e')) rows.push(...(await e2eSection(infra, { rounds, jobsAt1: quick ? 20 : 60, jobsAt16: quick ? 100 : 400 }, log)));
     if (sections.includes('start')) rows.push(...(await startSection(infra, { rounds }, log)));
-    if (sections.includes('breakdown')) rows.push(...(await breakdownSection(infra, { jobs: quick ? 100 : 400 }, log)));
+    if (sections.includes('breakdown')) rows.push(...(await breakdownSection(infra, { jobs: quick ? 100 : 400, nested: values['pg-nested']! }, log)));
     if (sections.includes('memory')) rows.push(...(await memorySection(infra, quick ? { first: 1_000, total: 3_000 } : { first: 10_000, total: 50_000 }, log)));
     if (sections.includes('scale')) rows.push(...(await scaleSection(infra, { sizes: quick ? [1_000, 50_000] : [1_000, 100_000, 1_000_000] }, log)));
   } finally {

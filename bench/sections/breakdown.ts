@@ -109,15 +109,21 @@ async function oneProcessRows(infra: Infra, jobs: number): Promise<ResultRow[]> 
  * of this section's own that loads it), beside the whole-system figures of
  * the e2e section; then the floor, and Onceflow's API and worker in one
  * process as `npm start` runs them, each measured the same way. One round.
+ * With `nested`, PostgreSQL also counts the statements run inside the ledger's
+ * functions and triggers (`pg_stat_statements.track = all`), printed as
+ * `pg (nested)`; the totals stay the clients' own statements.
  */
-export async function breakdownSection(infra: Infra, opts: { jobs: number }, log: (line: string) => void): Promise<ResultRow[]> {
+export async function breakdownSection(infra: Infra, opts: { jobs: number; nested?: boolean }, log: (line: string) => void): Promise<ResultRow[]> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'onceflow-breakdown-'));
   chmodSync(dir, 0o755);
   const dataDir = path.join(dir, 'pg');
   const port = await freePort();
   // pg_stat_statements needs a restart to load: the cluster is created, configured, then started for good.
   await (await startEmbeddedPostgres({ dataDir, port, database: 'postgres', persistent: true })).stop();
-  appendFileSync(path.join(dataDir, 'postgresql.conf'), "\nshared_preload_libraries = 'pg_stat_statements'\npg_stat_statements.track_planning = on\n");
+  appendFileSync(
+    path.join(dataDir, 'postgresql.conf'),
+    `\nshared_preload_libraries = 'pg_stat_statements'\npg_stat_statements.track_planning = on\npg_stat_statements.track = ${opts.nested ? 'all' : 'top'}\n`,
+  );
   const pg = await startEmbeddedPostgres({ dataDir, port, database: 'postgres', persistent: false });
   const serverUrl = pg.adminUrl.replace(/\/postgres$/, '');
   const measured: Infra = {
@@ -156,15 +162,15 @@ export async function breakdownSection(infra: Infra, opts: { jobs: number }, log
       const perJob = (ms: number) => fixed(ms / opts.jobs, 2);
       const a = byThreadGroup(api, apiBefore, apiTotalBefore);
       const w = byThreadGroup(worker, workerBefore, workerTotalBefore);
-      const { rows: statements } = await db.query<{ calls: string; plans: string; exec: number; plan: number; wal_bytes: string; query: string }>(
-        `SELECT calls, plans, total_exec_time AS exec, total_plan_time AS plan, wal_bytes, regexp_replace(query, '\\s+', ' ', 'g') AS query
-         FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat%' AND query NOT LIKE '%pg_current_snapshot%' ORDER BY total_exec_time + total_plan_time DESC LIMIT 24`,
+      const { rows: statements } = await db.query<{ calls: string; plans: string; exec: number; plan: number; wal_bytes: string; query: string; toplevel: boolean }>(
+        `SELECT calls, plans, total_exec_time AS exec, total_plan_time AS plan, wal_bytes, regexp_replace(query, '\\s+', ' ', 'g') AS query, toplevel
+         FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat%' AND query NOT LIKE '%pg_current_snapshot%' ORDER BY total_exec_time + total_plan_time DESC LIMIT ${opts.nested ? 40 : 24}`,
       );
       const { rows: totals } = await db.query<{ calls: string; trips: string; plans: string; exec: number; plan: number; wal_bytes: string }>(
         // A deferred trigger's statements run at its COMMIT, on the server, and PostgreSQL counts them as top-level: they are
         // no round trip (they name the trigger's NEW row; no client statement does).
         `SELECT sum(calls) AS calls, sum(calls) FILTER (WHERE query !~ '\\mNEW\\.') AS trips, sum(plans) AS plans, sum(total_exec_time) AS exec, sum(total_plan_time) AS plan, sum(wal_bytes) AS wal_bytes
-         FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat%' AND query NOT LIKE '%pg_current_snapshot%'`,
+         FROM pg_stat_statements WHERE toplevel AND query NOT LIKE '%pg_stat%' AND query NOT LIKE '%pg_current_snapshot%'`,
       );
       // Which tables the WAL comes from: a row's update that changes no indexed column is HOT (no index entries written).
       const { rows: tables } = await db.query<{ relname: string; ins: string; upd: string; hot: string }>(
@@ -187,7 +193,7 @@ export async function breakdownSection(infra: Infra, opts: { jobs: number }, log
         },
         ...statements.map((s) => ({
           section: 'breakdown',
-          measure: `pg: ${s.query.slice(0, 70)}`,
+          measure: `${s.toplevel ? 'pg' : 'pg (nested)'}: ${s.query.slice(0, 70)}`,
           value: `${fixed(Number(s.calls) / opts.jobs, 2)}/job, ${perJob(s.exec)} ms + ${perJob(s.plan)} ms planning (${fixed(Number(s.plans) / opts.jobs, 2)} plans/job), ${fixed(Number(s.wal_bytes) / opts.jobs / 1024, 2)} KiB WAL`,
         })),
         {
