@@ -142,8 +142,10 @@ async function startDev(devConfig: TemporalDevConfig, stops: Array<() => Promise
 /**
  * Temporal's own server on a PostgreSQL of its own, several history shards.
  * Its dynamic config is the dev file's, without the transfer queue's read
- * rate: a cluster keeps the default of 20 reads a second per shard, and has
- * several shards (BENCH_TEMPORAL_DYNAMIC_CONFIG replaces it, as for the dev server).
+ * rate (a cluster keeps the default of 20 reads a second per shard, and has
+ * several shards) and with the search-attribute cache off (its attributes are
+ * added once it runs). BENCH_TEMPORAL_DYNAMIC_CONFIG replaces it, as for the
+ * dev server.
  */
 async function startCluster(dir: string, devConfig: TemporalDevConfig, stops: Array<() => Promise<void>>, log: (line: string) => void): Promise<Infra['temporal']> {
   const tool = await resolveTemporalServer({ build: true, log });
@@ -152,7 +154,10 @@ async function startCluster(dir: string, devConfig: TemporalDevConfig, stops: Ar
   stops.push(pg.stop);
   const admin = new URL(pg.adminUrl);
   const { 'history.transferProcessorMaxPollRPS': _tuned, ...dynamic } = devConfig.dynamicConfig;
-  const dynamicConfig = process.env.BENCH_TEMPORAL_DYNAMIC_CONFIG ? (JSON.parse(process.env.BENCH_TEMPORAL_DYNAMIC_CONFIG) as Record<string, unknown>) : dynamic;
+  // This server's search attributes are added once it runs, not before it starts as the dev server's are: its cache must not hide them.
+  const dynamicConfig = process.env.BENCH_TEMPORAL_DYNAMIC_CONFIG
+    ? (JSON.parse(process.env.BENCH_TEMPORAL_DYNAMIC_CONFIG) as Record<string, unknown>)
+    : { ...dynamic, 'system.forceSearchAttributesCacheRefreshOnRead': true };
   const server = await startTemporalCluster(tool, {
     dir: path.join(dir, 'temporal'),
     postgres: { host: admin.hostname, port: Number(admin.port), user: decodeURIComponent(admin.username), password: decodeURIComponent(admin.password) },
