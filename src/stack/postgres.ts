@@ -146,20 +146,14 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
 
   const base = `postgres://${USER}:${PASSWORD}@127.0.0.1:${opts.port}`;
   const adminUrl = `${base}/postgres`;
-  const executable = (() => {
-    try {
-      return postgresExecutable();
-    } catch (err) {
-      throw failed(err);
-    }
-  })();
-  const user = (() => {
-    try {
-      return serverUser();
-    } catch (err) {
-      throw failed(err);
-    }
-  })();
+  let executable: string;
+  let user: ReturnType<typeof serverUser>;
+  try {
+    executable = postgresExecutable();
+    user = serverUser();
+  } catch (err) {
+    throw failed(err);
+  }
   const server = spawn(executable, ['-D', opts.dataDir, '-p', String(opts.port)], { ...user, stdio: ['ignore', 'ignore', 'pipe'], detached: opts.ownProcessGroup === true });
   let output = '';
   let spawnError: Error | undefined;
