@@ -23,6 +23,9 @@ export interface System {
 
 const portOf = (url: string): string => new URL(url).port;
 
+/** With BENCH_ALLOC_DIR set (`npm run bench -- --alloc`), a process also loads bench/alloc-sampler.cjs, which samples what its main thread allocates between two SIGUSR2s. */
+export const allocSamplerArgs = (): string[] => (process.env.BENCH_ALLOC_DIR ? ['--require', path.join(root, 'bench', 'alloc-sampler.cjs')] : []);
+
 /** The environment Onceflow's processes run with in the benchmark, on a database of their own. */
 async function onceflowEnv(infra: Infra, env: NodeJS.ProcessEnv): Promise<NodeJS.ProcessEnv> {
   const databaseUrl = await infra.createDatabase(`onceflow_${randomUUID().slice(0, 8)}`);
@@ -55,8 +58,8 @@ export async function startOnceflow(infra: Infra, env: NodeJS.ProcessEnv = {}): 
   const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`, ...interval] : [];
   // As `npm run worker` and `npm run api` start them: through scripts/node-service, with its memory settings.
   const nodeService = path.join(root, 'scripts', 'node-service');
-  const worker = await startService(nodeService, [...profile, path.join(root, 'dist', 'worker', 'main.js')], { NODE: process.execPath, ...common }, /^worker: polling/);
-  const api = await startService(nodeService, [...profile, path.join(root, 'dist', 'api', 'main.js')], { NODE: process.execPath, ...common }, /^api: listening on (\S+)/).catch(async (err: unknown) => {
+  const worker = await startService(nodeService, [...profile, ...allocSamplerArgs(), path.join(root, 'dist', 'worker', 'main.js')], { NODE: process.execPath, ...common }, /^worker: polling/);
+  const api = await startService(nodeService, [...profile, ...allocSamplerArgs(), path.join(root, 'dist', 'api', 'main.js')], { NODE: process.execPath, ...common }, /^api: listening on (\S+)/).catch(async (err: unknown) => {
     await worker.stop();
     throw err;
   });
@@ -83,7 +86,7 @@ export async function startOnceflow(infra: Infra, env: NodeJS.ProcessEnv = {}): 
 export async function startOnceflowInOneProcess(infra: Infra): Promise<System> {
   const common = await onceflowEnv(infra, {});
   const nodeService = path.join(root, 'scripts', 'node-service');
-  const service = await startService(nodeService, ['--require', 'tsx/cjs', path.join(root, 'bench', 'one-process.ts')], { NODE: process.execPath, ...common }, /^one process: listening on (\S+)/);
+  const service = await startService(nodeService, [...allocSamplerArgs(), '--require', 'tsx/cjs', path.join(root, 'bench', 'one-process.ts')], { NODE: process.execPath, ...common }, /^one process: listening on (\S+)/);
   return {
     name: 'Onceflow in one process',
     url: service.ready[1]!,
@@ -198,7 +201,7 @@ export async function runJobs(system: System, infra: Infra, opts: { jobs: number
 export async function startFloor(infra: Infra): Promise<System> {
   const service = await startService(
     process.execPath,
-    ['--import', 'tsx', path.join(root, 'bench', 'floor', 'server.ts')],
+    [...allocSamplerArgs(), '--import', 'tsx', path.join(root, 'bench', 'floor', 'server.ts')],
     {
       ...process.env,
       TEMPORAL_ADDRESS: infra.temporal.address,

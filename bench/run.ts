@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --sections LIST] [--rounds N] [--quick] [--pg-nested]`: Onceflow
+ * `npm run bench [-- --sections LIST] [--rounds N] [--quick] [--pg-nested] [--alloc]`: Onceflow
  * measured side by side with references in one run, on the same PostgreSQL,
  * Temporal dev server and simulators (each a process of its own).
  *
@@ -13,7 +13,11 @@
  * - start: the first job after a start against the hundredth.
  * - breakdown: where a job's CPU goes at concurrency 16: the API's and the
  *   worker's threads, PostgreSQL's statements (pg_stat_statements; with
- *   `--pg-nested`, also those inside the ledger's functions and triggers).
+ *   `--pg-nested`, also those inside the ledger's functions and triggers;
+ *   with `--alloc`, what the main threads' heaps allocated per job, beside
+ *   the floor's, by V8's sampling heap profiler, whose own cost the CPU rows
+ *   of that run then include; the profiles are kept, and their folder
+ *   printed, for Chrome DevTools).
  * - memory (long): API and worker RSS after 10,000 and 50,000 jobs.
  * - scale (long): admission, replay and end-to-end cost as the ledger grows
  *   from 1,000 to 1,000,000 jobs, and the plans of the hot statements.
@@ -25,6 +29,9 @@
  * Figures are medians of the rounds. It needs `npm run build` (it runs the
  * processes from dist/), which `npm run bench` does first.
  */
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { startInfra } from './infra';
 import { breakdownSection } from './sections/breakdown';
@@ -39,7 +46,7 @@ const SECTIONS = ['front-door', 'e2e', 'start', 'breakdown', 'memory', 'scale'] 
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { sections: { type: 'string', default: 'front-door,e2e,start,breakdown' }, rounds: { type: 'string', default: '3' }, quick: { type: 'boolean', default: false }, 'pg-nested': { type: 'boolean', default: false }, temporal: { type: 'string', default: 'dev' } },
+    options: { sections: { type: 'string', default: 'front-door,e2e,start,breakdown' }, rounds: { type: 'string', default: '3' }, quick: { type: 'boolean', default: false }, 'pg-nested': { type: 'boolean', default: false }, alloc: { type: 'boolean', default: false }, temporal: { type: 'string', default: 'dev' } },
     strict: true,
   });
   const sections = values.sections!.split(',').map((s) => s.trim());
@@ -49,6 +56,11 @@ async function main(): Promise<void> {
   const log = (line: string): void => console.log(line);
   const temporal = values.temporal!;
   if (temporal !== 'dev' && temporal !== 'postgres') throw new Error(`--temporal is dev or postgres, not ${temporal}`);
+  if (values.alloc) {
+    // Read by bench/e2e.ts (each process loads the sampler) and the breakdown section (which signals it).
+    process.env.BENCH_ALLOC_DIR = mkdtempSync(path.join(os.tmpdir(), 'onceflow-alloc-'));
+    log(`allocation profiles: ${process.env.BENCH_ALLOC_DIR}`);
+  }
   const infra = await startInfra(log, { temporal });
   const rows: ResultRow[] = [];
   const started = Date.now();

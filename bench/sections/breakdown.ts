@@ -1,6 +1,7 @@
-import { appendFileSync, chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
 import { startEmbeddedPostgres } from '../../src/stack/postgres';
 import { freePort } from '../../src/stack/temporal-dev';
@@ -53,6 +54,42 @@ function processCpuMs(pid: number): number {
 
 type ThreadGroups = ReturnType<typeof byThreadGroup>;
 
+/** Waits for bench/alloc-sampler.cjs to write `file`. */
+async function written(file: string): Promise<void> {
+  const until = Date.now() + 60_000;
+  while (!existsSync(file)) {
+    if (Date.now() > until) throw new Error(`the allocation sampler wrote no ${file}`);
+    await sleep(20);
+  }
+}
+
+/**
+ * With `npm run bench -- --alloc` (BENCH_ALLOC_DIR), starts sampling what
+ * each process's main thread allocates (bench/alloc-sampler.cjs, loaded into
+ * it): stop() ends it and gives the bytes, in `pids`' order. Without it,
+ * stop() gives undefined.
+ */
+async function sampleAllocations(pids: number[]): Promise<{ stop(): Promise<number[] | undefined> }> {
+  const dir = process.env.BENCH_ALLOC_DIR;
+  if (!dir) return { stop: async () => undefined };
+  for (const pid of pids) process.kill(pid, 'SIGUSR2');
+  await Promise.all(pids.map((pid) => written(path.join(dir, `${pid}.started`))));
+  return {
+    async stop() {
+      for (const pid of pids) process.kill(pid, 'SIGUSR2');
+      return Promise.all(
+        pids.map(async (pid) => {
+          const file = path.join(dir, `${pid}.json`);
+          await written(file);
+          return (JSON.parse(readFileSync(file, 'utf8')) as { bytes: number }).bytes;
+        }),
+      );
+    },
+  };
+}
+
+const KiB = (bytes: number, jobs: number): string => fixed(bytes / jobs / 1024, 0);
+
 /** The other threads' CPU per job by thread name (the busiest first, each thread of a name apart), and the ended threads'. */
 function threadsByName(groups: ThreadGroups, jobs: number): string {
   const perJob = (ms: number) => fixed(ms / jobs, 2);
@@ -70,37 +107,45 @@ function threadsByName(groups: ThreadGroups, jobs: number): string {
  * worker is: the same jobs at concurrency 16, its CPU per job (the whole
  * system's, as the first row) and its threads.
  */
-async function oneProcessThreads(system: System, infra: Infra, jobs: number, label: string, prefix: string): Promise<ResultRow[]> {
+async function oneProcessThreads(system: System, infra: Infra, jobs: number, label: string, prefix: string): Promise<{ rows: ResultRow[]; allocated?: number }> {
   await runJobs(system, infra, { jobs: 40, concurrency: 4, ticketPrefix: `${prefix}-warm` });
   const pid = system.pids()[0]!;
+  const sampling = await sampleAllocations([pid]);
   const before = threadCpuMs(pid);
   const totalBefore = processCpuMs(pid);
   const run = await runJobs(system, infra, { jobs, concurrency: 16, ticketPrefix: prefix });
   const groups = byThreadGroup(pid, before, totalBefore);
+  const allocated = (await sampling.stop())?.[0];
   const perJob = (ms: number) => fixed(ms / jobs, 2);
-  return [
+  const rows: ResultRow[] = [
     { section: 'breakdown', measure: `${label}: CPU/job c16 (ms; app+pg+temporal)`, value: `${fixed(run.cpuPerJob.total)} (${fixed(run.cpuPerJob.app)}+${fixed(run.cpuPerJob.postgres)}+${fixed(run.cpuPerJob.temporal)})` },
     { section: 'breakdown', measure: `${label}: main thread / Rust core / other threads (ms/job)`, value: `${perJob(groups.main)} / ${perJob(groups.core)} / ${perJob(groups.others)}` },
     { section: 'breakdown', measure: `${label}: other threads by name (ms/job)`, value: threadsByName(groups, jobs) },
   ];
+  if (allocated !== undefined) rows.push({ section: 'breakdown', measure: `${label}: allocated on the main thread's heap (KiB/job, sampled)`, value: KiB(allocated, jobs) });
+  return allocated === undefined ? { rows } : { rows, allocated };
 }
 
-/** The floor's one process, and Onceflow's API and worker in one process as `npm start` runs them: what the split into two costs. */
-async function oneProcessRows(infra: Infra, jobs: number): Promise<ResultRow[]> {
-  const rows: ResultRow[] = [];
+/**
+ * The floor's one process, and Onceflow's API and worker in one process as
+ * `npm start` runs them: what the split into two costs; with --alloc, what
+ * the floor's main thread allocated per job too.
+ */
+async function oneProcessRows(infra: Infra, jobs: number): Promise<{ rows: ResultRow[]; floorAllocated?: number }> {
   const floor = await startFloor(infra);
+  let measured: Awaited<ReturnType<typeof oneProcessThreads>>;
   try {
-    rows.push(...(await oneProcessThreads(floor, infra, jobs, 'the floor (API and worker in one)', 'breakdown-floor')));
+    measured = await oneProcessThreads(floor, infra, jobs, 'the floor (API and worker in one)', 'breakdown-floor');
   } finally {
     await floor.stop();
   }
   const together = await startOnceflowInOneProcess(infra);
   try {
-    rows.push(...(await oneProcessThreads(together, infra, jobs, 'Onceflow in one process (as npm start runs it)', 'breakdown-one')));
+    const rows = [...measured.rows, ...(await oneProcessThreads(together, infra, jobs, 'Onceflow in one process (as npm start runs it)', 'breakdown-one')).rows];
+    return measured.allocated === undefined ? { rows } : { rows, floorAllocated: measured.allocated };
   } finally {
     await together.stop();
   }
-  return rows;
 }
 
 /**
@@ -153,6 +198,7 @@ export async function breakdownSection(infra: Infra, opts: { jobs: number; neste
       const xidBefore = await nextXid();
       const api = system.services.api.proc.pid!;
       const worker = system.services.worker.proc.pid!;
+      const sampling = await sampleAllocations([api, worker]);
       const apiBefore = threadCpuMs(api);
       const workerBefore = threadCpuMs(worker);
       const apiTotalBefore = processCpuMs(api);
@@ -162,6 +208,7 @@ export async function breakdownSection(infra: Infra, opts: { jobs: number; neste
       const perJob = (ms: number) => fixed(ms / opts.jobs, 2);
       const a = byThreadGroup(api, apiBefore, apiTotalBefore);
       const w = byThreadGroup(worker, workerBefore, workerTotalBefore);
+      const allocated = await sampling.stop();
       const { rows: statements } = await db.query<{ calls: string; plans: string; exec: number; plan: number; wal_bytes: string; query: string; toplevel: boolean }>(
         `SELECT calls, plans, total_exec_time AS exec, total_plan_time AS plan, wal_bytes, regexp_replace(query, '\\s+', ' ', 'g') AS query, toplevel
          FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat%' AND query NOT LIKE '%pg_current_snapshot%' ORDER BY total_exec_time + total_plan_time DESC LIMIT ${opts.nested ? 40 : 24}`,
@@ -204,7 +251,19 @@ export async function breakdownSection(infra: Infra, opts: { jobs: number; neste
       ];
       await db.end();
       await system.stop();
-      rows.splice(4, 0, ...(await oneProcessRows(measured, opts.jobs)));
+      const together = await oneProcessRows(measured, opts.jobs);
+      rows.splice(4, 0, ...together.rows);
+      if (allocated && together.floorAllocated !== undefined) {
+        const [inApi, inWorker] = allocated as [number, number];
+        const ratio = (inApi + inWorker) / together.floorAllocated;
+        rows.splice(4, 0, {
+          section: 'breakdown',
+          measure: "allocated on the main threads' heaps (KiB/job, sampled; API+worker)",
+          value: `${KiB(inApi + inWorker, opts.jobs)} (${KiB(inApi, opts.jobs)}+${KiB(inWorker, opts.jobs)})`,
+          reference: `${KiB(together.floorAllocated, opts.jobs)} the floor`,
+          ratio,
+        });
+      }
       return rows;
     } finally {
       await db.end().catch(() => undefined);
