@@ -3,9 +3,9 @@
 // (`npm run bench -- --sections breakdown --alloc`). SIGUSR2 starts V8's
 // sampling heap profiler on the main thread's heap, counting objects that
 // the collector has freed since as well (what was allocated, not what is
-// still live), and writes `$BENCH_ALLOC_DIR/<pid>.started`; the next SIGUSR2 stops it and writes what it counted to
-// `$BENCH_ALLOC_DIR/<pid>.json` ({ bytes }), and the profile itself beside it
-// (`<pid>.heapprofile`, which Chrome DevTools opens). Worker threads have
+// still live), and writes `$BENCH_ALLOC_DIR/<pid>.started`. The next SIGUSR2
+// stops it and writes the profile (`<pid>.heapprofile`, which Chrome DevTools
+// opens), then what it counted (`<pid>.json`, { bytes }). Worker threads have
 // heaps of their own, which this does not see.
 const fs = require('node:fs');
 const path = require('node:path');
@@ -16,6 +16,7 @@ if (!dir) throw new Error('bench/alloc-sampler.cjs needs BENCH_ALLOC_DIR');
 
 const session = new inspector.Session();
 session.connect();
+session.post('HeapProfiler.enable');
 let sampling = false;
 
 /** The bytes a sampled profile counts: every node's own allocations. */
@@ -25,7 +26,6 @@ function allocated(node) {
 
 process.on('SIGUSR2', () => {
   if (!sampling) {
-    session.post('HeapProfiler.enable');
     session.post('HeapProfiler.startSampling', { samplingInterval: 8192, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true }, (err) => {
       if (err) throw err;
       sampling = true;

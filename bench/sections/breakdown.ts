@@ -253,8 +253,8 @@ export async function breakdownSection(infra: Infra, opts: { jobs: number; neste
       await system.stop();
       const together = await oneProcessRows(measured, opts.jobs);
       rows.splice(4, 0, ...together.rows);
-      if (allocated && together.floorAllocated !== undefined) {
-        const [inApi, inWorker] = allocated as [number, number];
+      const [inApi, inWorker] = allocated ?? [];
+      if (inApi !== undefined && inWorker !== undefined && together.floorAllocated !== undefined) {
         const ratio = (inApi + inWorker) / together.floorAllocated;
         rows.splice(4, 0, {
           section: 'breakdown',
